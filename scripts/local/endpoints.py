@@ -1,0 +1,90 @@
+"""Start the two local containers (chat and decision) and wait until both are ready.
+
+Each container runs as SageMaker runs it: the chat one through our DLC
+equivalent (`scripts.local.chat_container`), the decision one as
+`container/serve serve` with SageMaker's environment (`SAGEMAKER_BIND_TO_PORT`,
+`SM_LLAMA_CPP_*`). Both get the same `SM_LLAMA_CPP_*` settings, as the stack
+gives both endpoints the same model settings, with small defaults that suit
+a laptop; a setting in the caller's environment wins.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from semif_adapter.llama_flags import PREFIX
+
+from scripts.local.processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
+
+REPO = Path(__file__).resolve().parents[2]
+DECISION_SERVE = REPO / "container" / "serve"
+DEFAULT_PREFIX = "local"
+STARTUP_TIMEOUT_S = 180.0  # model load is about a second for the embedded model; big models need more
+# Small and explicit for a 2-core laptop; the DLC itself has no defaults.
+LOCAL_DEFAULTS = {f"{PREFIX}CTX_SIZE": "2048", f"{PREFIX}PARALLEL": "1"}
+
+
+@dataclass(frozen=True)
+class Container:
+    """One started local container: the endpoint it serves and where."""
+
+    endpoint: str
+    child: Child
+    url: str
+
+
+def endpoint_names(prefix: str) -> dict[str, str]:
+    """Endpoint names by role, as the stack names them (`{app}-{env}-chat|decision`)."""
+    return {"chat": f"{prefix}-chat", "decision": f"{prefix}-decision"}
+
+
+def container_env(base: Mapping[str, str], model: Path) -> dict[str, str]:
+    """The environment both containers get: the caller's, local defaults, the model, the venv on PATH."""
+    env = dict(base)
+    for key, value in LOCAL_DEFAULTS.items():
+        env.setdefault(key, value)
+    env[f"{PREFIX}MODEL"] = str(model)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _start_chat(name: str, env: Mapping[str, str], log_dir: Path) -> Container:
+    port = free_port()
+    argv = [sys.executable, "-m", "scripts.local.chat_container", "--port", str(port)]
+    child = start_child(name, argv, env, log_dir / f"{name}.log", cwd=REPO)
+    return Container(name, child, f"http://{LOOPBACK}:{port}")
+
+
+def _start_decision(name: str, env: Mapping[str, str], log_dir: Path) -> Container:
+    if not DECISION_SERVE.exists():
+        raise FileNotFoundError(f"{DECISION_SERVE} does not exist: the decision container is not built yet")
+    port = free_port()
+    decision_env = {**env, "SAGEMAKER_BIND_TO_PORT": str(port), "SEMIF_HOST": LOOPBACK}
+    child = start_child(name, [str(DECISION_SERVE), "serve"], decision_env, log_dir / f"{name}.log", cwd=REPO)
+    return Container(name, child, f"http://{LOOPBACK}:{port}")
+
+
+@contextmanager
+def local_containers(model: Path, prefix: str, log_dir: Path, *, base_env: Mapping[str, str] | None = None,
+                     startup_timeout_s: float = STARTUP_TIMEOUT_S) -> Iterator[list[Container]]:
+    """Both containers, ready (`/ping` 200) on entry and stopped (SIGTERM, bounded) on exit."""
+    env = container_env(os.environ if base_env is None else base_env, model)
+    names = endpoint_names(prefix)
+    started: list[Container] = []
+    try:
+        started.append(_start_chat(names["chat"], env, log_dir))
+        started.append(_start_decision(names["decision"], env, log_dir))
+        deadline = time.monotonic() + startup_timeout_s
+        for container in started:  # they load in parallel; the waits share one budget
+            wait_for_ping(container.child, f"{container.url}/ping", max(deadline - time.monotonic(), 0.1))
+        yield started
+    finally:
+        for container in reversed(started):
+            container.child.stop()

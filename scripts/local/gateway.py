@@ -1,0 +1,176 @@
+"""The SageMaker runtime API on loopback, routing endpoint names to local containers.
+
+Unmodified boto3 works against it with `endpoint_url=`: `InvokeEndpoint`
+(`POST /endpoints/{name}/invocations`) and `InvokeEndpointWithResponseStream`
+(`POST /endpoints/{name}/invocations-response-stream`, answered in AWS
+event-stream framing with one `PayloadPart` per chunk the container sends).
+It forwards to the container's `/invocations` the way SageMaker does (body,
+Content-Type, Accept, custom attributes) and answers with SageMaker's shapes:
+unknown endpoint -> `ValidationError`, container error -> `ModelError` with
+the original status and message, container unreachable -> `ServiceUnavailable`.
+`GET /ping` (not part of the AWS API) is 200 once every container's is.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from scripts.local.eventstream import payload_part, stream_exception
+from scripts.local.proxy import closing_client, open_stream
+from scripts.local.sagemaker_errors import endpoint_not_found, error_response, model_error, request_id
+
+CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
+VARIANT = "AllTraffic"
+INVOCATION_TIMEOUT_S = 60.0  # SageMaker's limit for a container's answer (and between stream parts)
+PING_TIMEOUT_S = 2.0
+CONTAINER_TIMEOUT = httpx.Timeout(connect=5.0, read=INVOCATION_TIMEOUT_S, write=INVOCATION_TIMEOUT_S,
+                                  pool=5.0)
+TIMED_OUT = "Your invocation timed out while waiting for a response from container primary."
+EVENT_STREAM = "application/vnd.amazon.eventstream"
+INVOKE, INVOKE_STREAM = "InvokeEndpoint", "InvokeEndpointWithResponseStream"
+# Per operation: the request header carrying Accept, the response header carrying the content type.
+ACCEPT_HEADER = {INVOKE: "accept", INVOKE_STREAM: "x-amzn-sagemaker-accept"}
+CONTENT_TYPE_HEADER = {INVOKE: "Content-Type", INVOKE_STREAM: "X-Amzn-SageMaker-Content-Type"}
+
+
+def _log(name: str, operation: str, outcome: str, started: float) -> None:
+    print(f"gateway: {name} {operation} {outcome} {time.monotonic() - started:.2f} s", file=sys.stdout,
+          flush=True)
+
+
+def _container_headers(request: Request, operation: str) -> dict[str, str]:
+    """What SageMaker passes to the container: content type, accept, custom attributes."""
+    headers = {}
+    for source, target in (("content-type", "Content-Type"), (ACCEPT_HEADER[operation], "Accept"),
+                           (CUSTOM_ATTRIBUTES.lower(), CUSTOM_ATTRIBUTES)):
+        if source in request.headers:
+            headers[target] = request.headers[source]
+    return headers
+
+
+def _response_headers(container: httpx.Response, operation: str) -> dict[str, str]:
+    headers = {"x-Amzn-Invoked-Production-Variant": VARIANT, "x-amzn-RequestId": request_id()}
+    if "content-type" in container.headers:
+        headers[CONTENT_TYPE_HEADER[operation]] = container.headers["content-type"]
+    if CUSTOM_ATTRIBUTES in container.headers:  # echoed only when the container sets it, as on AWS
+        headers[CUSTOM_ATTRIBUTES] = container.headers[CUSTOM_ATTRIBUTES]
+    return headers
+
+
+class Gateway:
+    """Routes SageMaker runtime calls to container base URLs by endpoint name."""
+
+    def __init__(self, containers: Mapping[str, str]) -> None:
+        self.containers = dict(containers)
+        self.client = httpx.AsyncClient(timeout=CONTAINER_TIMEOUT)
+
+    def app(self) -> Starlette:
+        methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
+        return Starlette(
+            routes=[
+                Route("/endpoints/{name}/invocations", self.invoke, methods=["POST"]),
+                Route("/endpoints/{name}/invocations-response-stream", self.invoke_stream, methods=["POST"]),
+                Route("/ping", self.ping, methods=["GET"]),
+                Route("/{path:path}", self.unknown, methods=methods),
+            ],
+            lifespan=closing_client(self.client),
+        )
+
+    async def _call(self, request: Request, operation: str) -> tuple[str, httpx.Response | Response]:
+        """Send the invocation to the endpoint's container: its streaming response, or our error response."""
+        started = time.monotonic()
+        name = request.path_params["name"]
+        base = self.containers.get(name)
+        if base is None:
+            _log(name, operation, "ValidationError", started)
+            return name, endpoint_not_found(name)
+        body = await request.body()
+        try:
+            answer = await open_stream(self.client, "POST", f"{base}/invocations", body,
+                                       _container_headers(request, operation))
+        except httpx.TimeoutException:
+            _log(name, operation, "ModelError (timeout)", started)
+            return name, model_error(name, None, TIMED_OUT)
+        except httpx.TransportError:
+            _log(name, operation, "ServiceUnavailable", started)
+            return name, error_response(
+                "ServiceUnavailable", f"Endpoint {name}: its container at {base} is not accepting "
+                "connections (starting, or exited; see the local endpoints' log).")
+        if not answer.is_success:
+            text = (await answer.aread()).decode(errors="replace")
+            await answer.aclose()
+            _log(name, operation, f"ModelError ({answer.status_code})", started)
+            return name, model_error(name, answer.status_code, text)
+        return name, answer
+
+    async def invoke(self, request: Request) -> Response:
+        started = time.monotonic()
+        name, answer = await self._call(request, INVOKE)
+        if isinstance(answer, Response):
+            return answer
+        try:
+            body = await answer.aread()
+        except httpx.TimeoutException:
+            _log(name, INVOKE, "ModelError (timeout)", started)
+            return model_error(name, None, TIMED_OUT)
+        except httpx.TransportError as error:
+            _log(name, INVOKE, "ModelError (broken)", started)
+            return model_error(name, None, f"The container closed the connection: {error}")
+        finally:
+            await answer.aclose()
+        _log(name, INVOKE, "200", started)
+        return Response(body, status_code=200, headers=_response_headers(answer, INVOKE))
+
+    async def invoke_stream(self, request: Request) -> Response:
+        started = time.monotonic()
+        name, answer = await self._call(request, INVOKE_STREAM)
+        if isinstance(answer, Response):
+            return answer
+        return StreamingResponse(self._events(name, answer, started), status_code=200,
+                                 media_type=EVENT_STREAM, headers=_response_headers(answer, INVOKE_STREAM))
+
+    async def _events(self, name: str, answer: httpx.Response, started: float) -> AsyncIterator[bytes]:
+        """One PayloadPart per chunk as it arrives; a ModelStreamError event if the container fails."""
+        outcome = "200"
+        try:
+            async for chunk in answer.aiter_raw():
+                if chunk:
+                    yield payload_part(chunk)
+        except httpx.TimeoutException:
+            outcome = "ModelStreamError (ModelInvocationTimeExceeded)"
+            yield stream_exception("ModelStreamError", TIMED_OUT, "ModelInvocationTimeExceeded")
+        except httpx.TransportError as error:
+            outcome = "ModelStreamError (StreamBroken)"
+            yield stream_exception("ModelStreamError", f"The container closed the stream: {error}",
+                                   "StreamBroken")
+        finally:
+            await answer.aclose()
+            _log(name, INVOKE_STREAM, outcome, started)
+
+    async def ping(self, request: Request) -> Response:
+        statuses: dict[str, int | None] = {}
+        for name, base in self.containers.items():
+            try:
+                statuses[name] = (await self.client.get(f"{base}/ping", timeout=PING_TIMEOUT_S)).status_code
+            except httpx.TransportError:
+                statuses[name] = None
+        healthy = all(status == 200 for status in statuses.values())
+        return JSONResponse({"endpoints": statuses}, status_code=200 if healthy else 503)
+
+    async def unknown(self, request: Request) -> Response:
+        return error_response("UnknownOperationException",
+                              f"{request.method} {request.url.path} is not a SageMaker runtime operation "
+                              f"served locally ({INVOKE}, {INVOKE_STREAM}).")
+
+
+def create_gateway(containers: Mapping[str, str]) -> Starlette:
+    """The gateway app; `containers` maps endpoint names to container base URLs."""
+    return Gateway(containers).app()

@@ -1,0 +1,59 @@
+"""SageMaker runtime error responses, shaped so boto3 raises the modeled exceptions.
+
+sagemaker-runtime is a rest-json service: botocore takes the error code from the
+`x-amzn-ErrorType` header (anything after `:` is dropped) and the message from
+the JSON body's `Message`, then parses the modeled members of that error shape
+from the same body (`OriginalStatusCode`, `OriginalMessage`, `LogStreamArn` for
+`ModelError`). Status codes are the ones the service model declares.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from starlette.responses import Response
+
+LOCAL_ACCOUNT = "000000000000"
+LOCAL_REGION = "local"
+STATUS = {
+    "ValidationError": 400,
+    "ModelError": 424,
+    "InternalFailure": 500,
+    "ServiceUnavailable": 503,
+    "UnknownOperationException": 404,
+}
+
+
+def request_id() -> str:
+    return str(uuid.uuid4())
+
+
+def error_response(code: str, message: str, **members: Any) -> Response:
+    """A rest-json error that botocore maps to `client.exceptions.<code>`."""
+    body = {"Message": message, **{k: v for k, v in members.items() if v is not None}}
+    return Response(
+        json.dumps(body), status_code=STATUS[code], media_type="application/json",
+        headers={"x-amzn-ErrorType": code, "x-amzn-RequestId": request_id()},
+    )
+
+
+def endpoint_not_found(name: str) -> Response:
+    return error_response("ValidationError", f"Endpoint {name} of account {LOCAL_ACCOUNT} not found.")
+
+
+def log_stream_arn(endpoint: str) -> str:
+    return f"arn:aws:logs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:log-group:/aws/sagemaker/Endpoints/{endpoint}"
+
+
+def model_error(endpoint: str, status: int | None, original: str) -> Response:
+    """The container answered with an error (or not at all): SageMaker's 424 ModelError."""
+    kind = "client" if status is not None and 400 <= status < 500 else "server"
+    shown = status if status is not None else 0
+    return error_response(
+        "ModelError",
+        f"Received {kind} error ({shown}) from primary with message \"{original}\". "
+        f"See the local endpoints' log of {endpoint} for more information.",
+        OriginalStatusCode=status, OriginalMessage=original, LogStreamArn=log_stream_arn(endpoint),
+    )

@@ -1,0 +1,102 @@
+"""Both endpoints on this machine behind a SageMaker-runtime-compatible gateway.
+
+    python scripts/local_endpoints.py --port 8080 [--model PATH] [--prefix local]
+
+Serves `{prefix}-chat` and `{prefix}-decision` on http://127.0.0.1:PORT until
+Ctrl-C or SIGTERM, so that boto3 works unmodified with `endpoint_url=`:
+
+    boto3.client("sagemaker-runtime", endpoint_url="http://127.0.0.1:8080", region_name="us-east-1")
+         .invoke_endpoint(EndpointName="local-chat", ContentType="application/json", Body=...)
+
+`SM_LLAMA_CPP_*` variables in the environment reach both containers, as the
+stack's settings reach both endpoints. Exit status: 0 after a stop signal,
+1 when a container fails, 2 for a refused setting, model or port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from semif_adapter.embedded_model import EmbeddedModelMissing, embedded_model_path
+from semif_adapter.llama_flags import FlagError, check_environment
+
+from scripts.local.endpoints import DEFAULT_PREFIX, STARTUP_TIMEOUT_S, container_env, local_containers
+from scripts.local.gateway import create_gateway
+from scripts.local.processes import LOOPBACK, ChildError
+from scripts.local.serving import Stopped, ignore_stop_signals, install_stop_handlers, serve_app
+
+DEFAULT_PORT = 8080
+
+
+def say(message: str) -> None:
+    print(f"local endpoints: {message}", flush=True)
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return False
+            raise
+    return True
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="gateway port (default %(default)s)")
+    parser.add_argument("--model", type=Path, help="GGUF model file (default: the embedded SmolLM2-135M)")
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="endpoints are PREFIX-chat, PREFIX-decision")
+    parser.add_argument("--log-dir", type=Path, help="container logs (default: a new temporary directory)")
+    parser.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_S, metavar="SECONDS")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        model = (args.model or embedded_model_path()).resolve()
+        if not model.is_file():
+            raise FileNotFoundError(f"{model}: model file does not exist")
+        check_environment(container_env(os.environ, model))
+    except (EmbeddedModelMissing, FileNotFoundError, FlagError) as error:
+        say(f"refused: {error}")
+        return 2
+    if not port_free(args.port):
+        say(f"refused: port {args.port} on {LOOPBACK} is in use (pass another --port)")
+        return 2
+    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="local-endpoints-"))
+    say(f"starting {args.prefix}-chat and {args.prefix}-decision on {model.name}; logs in {log_dir}")
+    started = time.monotonic()
+    install_stop_handlers()
+    try:
+        with local_containers(model, args.prefix, log_dir,
+                              startup_timeout_s=args.startup_timeout) as containers:
+            routes = {c.endpoint: c.url for c in containers}
+            say(f"ready in {time.monotonic() - started:.1f} s: http://{LOOPBACK}:{args.port} serves "
+                + ", ".join(routes))
+            dead = serve_app(create_gateway(routes), args.port, [c.child for c in containers])
+            ignore_stop_signals()
+            if dead is not None:
+                say(f"failed: {dead.failure(f'exited with status {dead.process.poll()}')}")
+                return 1
+    except Stopped:
+        say("stopped before the endpoints were ready")
+        return 0
+    except (ChildError, FileNotFoundError) as error:
+        say(f"failed: {error}")
+        return 1
+    say("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
