@@ -94,7 +94,7 @@ def install_bindings(version: str, sdist: Path, libs: Path) -> None:
     """llama-cpp-python without its own native build, then our libraries beside it."""
     site = Path(sysconfig.get_paths()["purelib"])
     package = site / "llama_cpp"
-    installed = subprocess.run([sys.executable, "-m", "pip", "show", "llama-cpp-python"],
+    installed = subprocess.run([sys.executable, "-m", "pip", "show", "llama-cpp-python"], check=False,
                                capture_output=True, text=True).stdout
     if f"Version: {version}" not in installed:
         env = dict(os.environ, CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF")

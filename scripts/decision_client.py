@@ -205,14 +205,17 @@ def _model_busy_retry(max_attempts: int):
     return handler
 
 
-def runtime_client(*, region_name: str | None = None, endpoint_url: str | None = None,
-                   max_attempts: int = 5, retry_mode: str = "standard", read_timeout_s: float = 70.0,
-                   credentials: Mapping[str, str] | None = None) -> Any:
-    """A sagemaker-runtime client with botocore's retries (and the busy-container hook)."""
+def runtime_client(*, session: boto3.Session | None = None, region_name: str | None = None,
+                   endpoint_url: str | None = None, max_attempts: int = 5, retry_mode: str = "standard",
+                   read_timeout_s: float = 70.0) -> Any:
+    """A sagemaker-runtime client with botocore's retries (and the busy-container hook).
+
+    The read timeout is above SageMaker's 60 s invocation limit, as AWS advises.
+    """
     config = Config(retries={"mode": retry_mode, "total_max_attempts": max_attempts},
                     connect_timeout=5, read_timeout=read_timeout_s)
-    client = boto3.client("sagemaker-runtime", region_name=region_name, endpoint_url=endpoint_url,
-                          config=config, **dict(credentials or {}))
+    client = (session or boto3.Session()).client("sagemaker-runtime", region_name=region_name,
+                                                 endpoint_url=endpoint_url, config=config)
     client.meta.events.register("needs-retry.sagemaker-runtime.InvokeEndpoint",
                                 _model_busy_retry(max_attempts))
     return client

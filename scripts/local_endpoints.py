@@ -24,13 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from semif_adapter.embedded_model import EmbeddedModelMissing, embedded_model_path
-from semif_adapter.llama_flags import FlagError, check_environment
-
 from scripts.local.endpoints import DEFAULT_PREFIX, STARTUP_TIMEOUT_S, container_env, local_containers
 from scripts.local.gateway import create_gateway
 from scripts.local.processes import LOOPBACK, ChildError
 from scripts.local.serving import Stopped, ignore_stop_signals, install_stop_handlers, serve_app
+from semif_adapter.embedded_model import EmbeddedModelMissing, embedded_model_path
+from semif_adapter.llama_flags import FlagError, check_environment
 
 DEFAULT_PORT = 8080
 

@@ -61,7 +61,7 @@ class ArtifactReport:
 class _Digesting(io.RawIOBase):
     """A pass-through stream that hashes (and reports) every byte it carries."""
 
-    def __init__(self, inner: BinaryIO, digest: "hashlib._Hash", progress: Progress | None) -> None:
+    def __init__(self, inner: BinaryIO, digest: hashlib._Hash, progress: Progress | None) -> None:
         self._inner, self._digest, self._progress = inner, digest, progress
         self.count = 0
 
@@ -126,15 +126,15 @@ def build_tarball(
     tar_digest = hashlib.sha256()
     with partial.open("wb") as raw_out:
         counted_out = _Digesting(raw_out, tar_digest, None)  # type: ignore[arg-type]
-        with gzip.GzipFile(fileobj=counted_out, mode="wb", mtime=0, filename="",  # type: ignore[arg-type]
-                           compresslevel=GZIP_LEVEL) as gz:
-            with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
-                for path in sorted(files, key=lambda p: p.name):
-                    digest = hashlib.sha256()
-                    with path.open("rb") as stream:
-                        member = _fixed_member(path.name, path.stat().st_size)
-                        tar.addfile(member, _Digesting(stream, digest, progress))  # type: ignore[arg-type]
-                    file_digests[PurePosixPath(path.name)] = digest.hexdigest()
+        with (gzip.GzipFile(fileobj=counted_out, mode="wb", mtime=0, filename="",  # type: ignore[arg-type]
+                            compresslevel=GZIP_LEVEL) as gz,
+              tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar):
+            for path in sorted(files, key=lambda p: p.name):
+                digest = hashlib.sha256()
+                with path.open("rb") as stream:
+                    member = _fixed_member(path.name, path.stat().st_size)
+                    tar.addfile(member, _Digesting(stream, digest, progress))  # type: ignore[arg-type]
+                file_digests[PurePosixPath(path.name)] = digest.hexdigest()
     os.replace(partial, output)
     return ArtifactReport(
         path=output, layout=layout, info=info,

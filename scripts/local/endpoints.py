@@ -18,9 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from semif_adapter.llama_flags import PREFIX
-
 from scripts.local.processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
+from semif_adapter.llama_flags import PREFIX
 
 REPO = Path(__file__).resolve().parents[2]
 DECISION_SERVE = REPO / "container" / "serve"

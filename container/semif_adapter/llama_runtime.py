@@ -1,0 +1,179 @@
+"""The llama.cpp model and context behind the adapter: loading, tokenizer, chat frame.
+
+A thin layer over llama-cpp-python's ctypes bindings (the low-level API, not
+its `Llama` class, which has no multi-sequence batches). It owns the native
+objects and turns llama.cpp's failures into `RuntimeStartError`, so the server
+can exit with one clear line instead of crashing later.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+
+from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info
+from .prompt import SLOT_LETTERS, SYSTEM_TEXT, USER_SENTINEL, ChatFrame
+from .settings import DEFAULT_MAX_CONTEXT, Settings
+
+LOG = logging.getLogger("semif_adapter")
+MAX_BRANCHES = len(SLOT_LETTERS)  # debias=permute decodes one sequence per option
+
+
+class RuntimeStartError(RuntimeError):
+    """The model cannot serve decisions; the process must not report healthy."""
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    file: str
+    architecture: str | None
+    quantization: str | None
+    context_train: int
+    context: int
+    vocab_size: int
+
+
+_backends_loaded = False
+
+
+@llama_cpp.llama_log_callback
+def _forward_native_log(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+    """llama.cpp's own chatter goes to our logger; only warnings and errors are shown by default."""
+    if level in (3, 4):  # GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR
+        LOG.warning("llama.cpp: %s", text.decode("utf-8", errors="replace").rstrip())
+
+
+def _load_backends() -> None:
+    """Register ggml's compute backends once (the DLC builds them as loadable modules)."""
+    global _backends_loaded  # noqa: PLW0603 - process-wide, like llama.cpp's own registry
+    if _backends_loaded:
+        return
+    llama_cpp.llama_log_set(_forward_native_log, ctypes.c_void_p())
+    llama_cpp.llama_backend_init()
+    ggml = ctypes.CDLL(str(Path(llama_cpp.llama_cpp._base_path) / "libggml.so"))
+    if hasattr(ggml, "ggml_backend_load_all"):
+        ggml.ggml_backend_load_all()
+    _backends_loaded = True
+
+
+class LlamaRuntime:
+    """One model, one context with up to 16 sequences sharing a unified KV cache."""
+
+    def __init__(self, model_path: Path, settings: Settings) -> None:
+        _load_backends()
+        try:
+            with model_path.open("rb") as stream:
+                info: GGUFInfo = read_gguf_info(stream)
+        except (OSError, GGUFHeaderError) as error:
+            raise RuntimeStartError(f"{model_path}: {error}") from error
+        model_params = llama_cpp.llama_model_default_params()
+        if settings.n_gpu_layers is not None:
+            model_params.n_gpu_layers = settings.n_gpu_layers
+        self.model = llama_cpp.llama_model_load_from_file(str(model_path).encode(), model_params)
+        if not self.model:
+            raise RuntimeStartError(f"{model_path}: llama.cpp could not load the model (corrupt or unsupported)")
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+        self.vocab_size = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
+        context_train = int(llama_cpp.llama_model_n_ctx_train(self.model))
+        context = settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = context
+        params.n_batch = settings.batch_size
+        params.n_ubatch = settings.ubatch_size
+        params.n_seq_max = MAX_BRANCHES
+        params.kv_unified = True  # branches share the prefix cells instead of copying them
+        params.n_threads = settings.threads
+        params.n_threads_batch = settings.threads_batch
+        params.flash_attn_type = int(settings.flash_attn)
+        params.no_perf = True
+        self.context = llama_cpp.llama_init_from_model(self.model, params)
+        if not self.context:
+            raise RuntimeStartError(f"{model_path}: llama.cpp could not create a context of {context} tokens")
+        self.memory = llama_cpp.llama_get_memory(self.context)
+        self.n_ctx = int(llama_cpp.llama_n_ctx(self.context))
+        self.n_batch = int(llama_cpp.llama_n_batch(self.context))
+        self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        self.facts = ModelFacts(file=model_path.name, architecture=info.architecture,
+                                quantization=info.quantization, context_train=context_train,
+                                context=self.n_ctx, vocab_size=self.vocab_size)
+
+    # -- tokenizer -------------------------------------------------------------------------------
+    def tokenize(self, text: str, *, special: bool, add_bos: bool = False) -> list[int]:
+        """Tokens of `text`; `special` parses control tokens (template text only, never user text)."""
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        buffer = (llama_cpp.llama_token * capacity)()
+        count = llama_cpp.llama_tokenize(self.vocab, data, len(data), buffer, capacity, add_bos, special)
+        if count < 0:  # more tokens than bytes cannot happen for BPE/SPM, but be exact anyway
+            capacity = -count
+            buffer = (llama_cpp.llama_token * capacity)()
+            count = llama_cpp.llama_tokenize(self.vocab, data, len(data), buffer, capacity, add_bos, special)
+        if count < 0:
+            raise RuntimeError("llama.cpp could not tokenize the text")
+        return list(buffer[:count])
+
+    def piece(self, token: int) -> bytes:
+        buffer = ctypes.create_string_buffer(64)
+        size = llama_cpp.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, False)
+        return buffer.raw[: max(size, 0)]
+
+    # -- chat template -----------------------------------------------------------------------------
+    def chat_frame(self, template_name: str | None) -> ChatFrame:
+        """Render system + user turns with the model's template (or a named built-in one)."""
+        template = template_name.encode() if template_name else \
+            llama_cpp.llama_model_chat_template(self.model, None)
+        if not template:
+            raise RuntimeStartError("the model has no chat template; set SEMIF_CHAT_TEMPLATE (e.g. chatml)")
+        roles = [(b"system", SYSTEM_TEXT.encode()), (b"user", USER_SENTINEL.encode())]
+        messages = (llama_cpp.llama_chat_message * len(roles))(
+            *(llama_cpp.llama_chat_message(role=role, content=content) for role, content in roles))
+        size = 4096
+        for _ in range(2):
+            buffer = ctypes.create_string_buffer(size)
+            written = llama_cpp.llama_chat_apply_template(template, messages, len(roles), True, buffer, size)
+            if written < 0:
+                raise RuntimeStartError("llama.cpp does not support this chat template; set "
+                                        "SEMIF_CHAT_TEMPLATE to a built-in name (e.g. chatml, llama3)")
+            if written <= size:
+                return ChatFrame.from_rendered(buffer.raw[:written].decode("utf-8"))
+            size = written
+        raise RuntimeStartError("the rendered chat template keeps growing")
+
+    def slot_tokens(self, frame: ChatFrame) -> list[int]:
+        """The token of each slot letter, checked the way the scores depend on them."""
+        tail = "]}" + frame.suffix
+        tail_tokens = self.tokenize(tail, special=True)
+        tokens = []
+        for letter in SLOT_LETTERS:
+            ids = self.tokenize(letter, special=False)
+            if len(ids) != 1:
+                raise RuntimeStartError(f"slot label {letter!r} is {len(ids)} tokens in this vocabulary, not one")
+            if self.piece(ids[0]) != letter.encode():
+                raise RuntimeStartError(f"slot label {letter!r} does not round-trip through its token")
+            if self.tokenize(tail + letter, special=True) != [*tail_tokens, ids[0]]:
+                raise RuntimeStartError(f"slot label {letter!r} merges with the end of the prompt")
+            tokens.append(ids[0])
+        if len(set(tokens)) != len(tokens):
+            raise RuntimeStartError("two slot labels share one token")
+        return tokens
+
+    # -- evaluation ---------------------------------------------------------------------------------
+    def logits_row(self, batch_index: int) -> np.ndarray:
+        """A view of the logits of one token of the last batch (no copy: vocabularies reach 250k)."""
+        pointer = llama_cpp.llama_get_logits_ith(self.context, batch_index)
+        if not pointer:
+            raise RuntimeError(f"llama.cpp returned no logits for batch position {batch_index}")
+        return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,))
+
+    def close(self) -> None:
+        if getattr(self, "context", None):
+            llama_cpp.llama_free(self.context)
+            self.context = None
+        if getattr(self, "model", None):
+            llama_cpp.llama_model_free(self.model)
+            self.model = None

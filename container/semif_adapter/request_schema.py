@@ -1,0 +1,140 @@
+"""Request bytes -> a validated decision request, or a 400 that names the field.
+
+JSON is parsed strictly before pydantic sees it: duplicate keys, NaN/Infinity,
+absurd nesting and unpaired surrogates are refused here, because each would
+otherwise reach the tokenizer as something the caller did not mean.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+MAX_OPTIONS = 16
+MIN_OPTIONS = 2
+MAX_ID_CHARS = 128
+MAX_NESTING = 64
+
+
+class RequestError(ValueError):
+    """A client mistake: becomes a 4xx JSON error naming the field."""
+
+    def __init__(self, code: str, message: str, field: str | None = None, status: int = 400) -> None:
+        super().__init__(message)
+        self.code, self.message, self.field, self.status = code, message, field, status
+
+
+class Debias(StrEnum):
+    NONE = "none"
+    PERMUTE = "permute"
+
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Option(BaseModel):
+    model_config = _STRICT
+    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    description: NonEmpty
+
+
+class Decision(BaseModel):
+    model_config = _STRICT
+    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    state: NonEmpty | dict[str, Any] | list[Any]
+    question: NonEmpty
+    options: Annotated[list[Option], Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS)]
+
+    @field_validator("state")
+    @classmethod
+    def _state_not_empty(cls, state: object) -> object:
+        if isinstance(state, dict | list) and not state:
+            raise ValueError("must not be an empty object or array")
+        return state
+
+    @field_validator("options")
+    @classmethod
+    def _unique_ids(cls, options: list[Option]) -> list[Option]:
+        seen: set[str] = set()
+        for option in options:
+            if option.id in seen:
+                raise ValueError(f"option id {option.id!r} appears more than once")
+            seen.add(option.id)
+        return options
+
+
+class DecisionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    decision: Decision
+    temperature: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+    debias: Debias = Debias.NONE
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise RequestError("duplicate_key", f"key {key!r} appears more than once in one object", key)
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> float:
+    raise RequestError("invalid_json", f"{name} is not valid JSON")
+
+
+def _check_text(value: Any, path: str, depth: int = 0) -> None:
+    """Unpaired surrogates cannot be encoded for the tokenizer; deep nesting is not evidence."""
+    if depth > MAX_NESTING:
+        raise RequestError("too_deep", f"nesting deeper than {MAX_NESTING} levels", path or None)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RequestError("invalid_text", "contains an unpaired UTF-16 surrogate", path or None) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, path, depth + 1)
+            _check_text(item, f"{path}.{key}" if path else key, depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_text(item, f"{path}[{index}]", depth + 1)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise RequestError("invalid_json", "numbers must be finite", path or None)
+
+
+def _field_path(location: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part not in ("str", "dict[str,any]", "list[any]", "function-after[_state_not_empty(), "
+                          "union[constrained-str,dict[str,any],list[any]]]"):
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def parse_request(body: bytes) -> DecisionRequest:
+    """Strict JSON, then the schema; raises RequestError with the offending field."""
+    try:
+        document = json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except RequestError:
+        raise
+    except RecursionError:
+        raise RequestError("too_deep", f"nesting deeper than {MAX_NESTING} levels") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RequestError("invalid_json", f"body is not valid UTF-8 JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise RequestError("invalid_request", "body must be a JSON object with a 'decision' key")
+    _check_text(document, "")
+    try:
+        return DecisionRequest.model_validate(document)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        field = _field_path(tuple(first["loc"]))
+        raise RequestError("invalid_request", f"{field or 'body'}: {first['msg']}", field or None) from None

@@ -1,0 +1,101 @@
+"""Process entry point: `serve` as SageMaker starts it, or the same thing locally.
+
+Order matters for `/ping` to never lie: the model file is found and checked
+before the port opens (a missing, ambiguous or non-GGUF model exits at once
+with one log line); the port then opens within milliseconds, answering 503
+while llama.cpp loads and a warm-up decision runs; a load failure stops the
+server with a non-zero exit. SIGTERM lets admitted decisions finish, refuses
+new connections, and exits within the drain time (well inside SageMaker's 30 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from concurrent.futures import Future
+from typing import Any
+
+import uvicorn
+
+from .http_app import build_app
+from .llama_runtime import RuntimeStartError
+from .model_files import ModelFileError, resolve_model_path
+from .service import DecisionService
+from .settings import Settings, SettingsError, load_settings
+
+LOG = logging.getLogger("semif_adapter")
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per line: what CloudWatch Logs Insights parses without help."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        document: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(), "logger": record.name, "event": record.getMessage(),
+        }
+        document.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            document["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(document, default=str)
+
+
+def configure_logging() -> None:
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(JsonLines())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    logging.getLogger("uvicorn.access").disabled = True  # our own access line carries more
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="serve", description="SemIf decision adapter (SageMaker container)")
+    parser.add_argument("command", nargs="?", default="serve", choices=["serve"],
+                        help="SageMaker starts containers as `docker run IMAGE serve`")
+    parser.add_argument("--model", help="model file (default: SM_LLAMA_CPP_MODEL, else the one .gguf in the dir)")
+    parser.add_argument("--model-dir", help="model directory (default: SM_MODEL_DIR, else /opt/ml/model)")
+    parser.add_argument("--port", type=int, help="port (default: SAGEMAKER_BIND_TO_PORT, else 8080)")
+    parser.add_argument("--host", help="bind address (default: SEMIF_HOST, else 0.0.0.0)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    configure_logging()
+    try:
+        settings: Settings = load_settings(model_path=args.model, model_dir=args.model_dir, port=args.port,
+                                           host=args.host)
+        model_path = resolve_model_path(settings.model_path, settings.model_dir)
+    except (SettingsError, ModelFileError) as error:
+        LOG.error("startup failed: %s", error)
+        return 1
+    service = DecisionService(settings, model_path)
+    config = uvicorn.Config(build_app(service), host=settings.host, port=settings.port, log_config=None,
+                            access_log=False, timeout_graceful_shutdown=settings.drain_seconds,
+                            timeout_keep_alive=75)  # longer than SageMaker's front-end keep-alive
+    server = uvicorn.Server(config)
+    failure: list[BaseException] = []
+
+    def loaded(job: Future[None]) -> None:
+        error = job.exception()
+        if error is not None:
+            failure.append(error)
+            server.should_exit = True  # /ping stays 503 until the process is gone
+
+    LOG.info("starting", extra={"fields": {"model_path": str(model_path), "port": settings.port}})
+    service.load().add_done_callback(loaded)
+    try:
+        server.run()
+    finally:
+        service.close()
+    if failure:
+        error = failure[0]
+        reason = str(error) if isinstance(error, RuntimeStartError) else f"{type(error).__name__}: {error}"
+        LOG.error("startup failed: %s", reason)
+        return 1
+    return 0

@@ -1,0 +1,139 @@
+"""Adapter configuration, read once from the environment and validated in one place.
+
+One environment map configures both endpoints: the `SM_LLAMA_CPP_*` variables
+that matter for scoring keep llama-server's meaning (same names, same values),
+and settings only the adapter has use the `SEMIF_` prefix. A bad value stops
+the process at start-up with the variable named, before `/ping` could say 200.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+
+from .llama_flags import PREFIX
+
+SCORING_FLAGS = ("N_GPU_LAYERS", "CTX_SIZE", "THREADS", "THREADS_BATCH", "BATCH_SIZE", "UBATCH_SIZE",
+                 "FLASH_ATTN")
+SEMIF_PREFIX = "SEMIF_"
+DEFAULT_MAX_CONTEXT = 8192  # when CTX_SIZE is unset: the model's own, capped (KV memory grows with it)
+MAX_BODY_BYTES = 6 * 1024 * 1024  # SageMaker's real-time payload limit
+
+
+class SettingsError(ValueError):
+    """A configuration value the adapter cannot start with."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+class FlashAttention(IntEnum):
+    """llama.h `enum llama_flash_attn_type`."""
+
+    AUTO = -1
+    DISABLED = 0
+    ENABLED = 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    model_path: str | None  # SM_LLAMA_CPP_MODEL or --model
+    model_dir: str  # SM_MODEL_DIR / SM_LLAMA_CPP_MODEL_DIR / --model-dir, default /opt/ml/model
+    host: str
+    port: int
+    n_gpu_layers: int | None  # None: llama.cpp's default
+    ctx_size: int | None  # None: the model's own, capped at DEFAULT_MAX_CONTEXT
+    threads: int
+    threads_batch: int
+    batch_size: int
+    ubatch_size: int
+    flash_attn: FlashAttention
+    queue_size: int  # requests admitted (running + waiting) before 503 + Retry-After
+    max_body_bytes: int
+    chat_template: str | None  # a llama.cpp built-in template name, when the GGUF's is not usable
+    model_sha256: str | None  # given by the deployment (the packaging step computed it)
+    drain_seconds: int  # SIGTERM: how long in-flight requests get to finish
+
+
+def cpu_quota() -> int:
+    """CPUs this process may really use: the cgroup quota and affinity, not the host's count."""
+    available = len(os.sched_getaffinity(0))
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        return available
+    if quota == "max":
+        return available
+    return max(1, min(available, math.ceil(int(quota) / int(period))))
+
+
+def _int(env: Mapping[str, str], key: str, default: int | None, minimum: int) -> int | None:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(key, f"expected an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(key, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _gpu_layers(env: Mapping[str, str]) -> int | None:
+    key = PREFIX + "N_GPU_LAYERS"
+    raw = env.get(key, "").strip().lower()
+    if raw in ("", "auto"):
+        return None
+    if raw == "all":
+        return -1
+    return _int(env, key, None, -1)
+
+
+def _flash_attn(env: Mapping[str, str]) -> FlashAttention:
+    key = PREFIX + "FLASH_ATTN"
+    raw = env.get(key, "auto").strip().lower()
+    names = {"auto": FlashAttention.AUTO, "on": FlashAttention.ENABLED, "true": FlashAttention.ENABLED,
+             "off": FlashAttention.DISABLED, "false": FlashAttention.DISABLED}
+    if raw not in names:
+        raise SettingsError(key, f"expected on, off or auto, got {raw!r}")
+    return names[raw]
+
+
+def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | None = None,
+                  model_dir: str | None = None, port: int | None = None,
+                  host: str | None = None) -> Settings:
+    """Settings from an environment map; command-line values win over the environment."""
+    env = os.environ if env is None else env
+    threads = _int(env, PREFIX + "THREADS", None, 1) or cpu_quota()
+    batch_size = _int(env, PREFIX + "BATCH_SIZE", 2048, 1)
+    ubatch_size = _int(env, PREFIX + "UBATCH_SIZE", 512, 1)
+    assert batch_size is not None and ubatch_size is not None
+    if ubatch_size > batch_size:
+        raise SettingsError(PREFIX + "UBATCH_SIZE", f"{ubatch_size} exceeds BATCH_SIZE {batch_size}")
+    sha = env.get(SEMIF_PREFIX + "MODEL_SHA256") or None
+    if sha is not None and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
+        raise SettingsError(SEMIF_PREFIX + "MODEL_SHA256", "expected 64 lower-case hex digits")
+    return Settings(
+        model_path=model_path or env.get(PREFIX + "MODEL") or None,
+        model_dir=model_dir or env.get("SM_MODEL_DIR") or env.get(PREFIX + "MODEL_DIR") or "/opt/ml/model",
+        host=host or env.get(SEMIF_PREFIX + "HOST") or "0.0.0.0",
+        port=port or _int(env, "SAGEMAKER_BIND_TO_PORT", 8080, 1) or 8080,
+        n_gpu_layers=_gpu_layers(env),
+        ctx_size=_int(env, PREFIX + "CTX_SIZE", None, 0) or None,
+        threads=threads,
+        threads_batch=_int(env, PREFIX + "THREADS_BATCH", None, 1) or threads,
+        batch_size=batch_size,
+        ubatch_size=ubatch_size,
+        flash_attn=_flash_attn(env),
+        queue_size=_int(env, SEMIF_PREFIX + "QUEUE_SIZE", 32, 1) or 32,
+        max_body_bytes=_int(env, SEMIF_PREFIX + "MAX_BODY_BYTES", MAX_BODY_BYTES, 1024) or MAX_BODY_BYTES,
+        chat_template=env.get(SEMIF_PREFIX + "CHAT_TEMPLATE") or None,
+        model_sha256=sha,
+        drain_seconds=_int(env, SEMIF_PREFIX + "DRAIN_SECONDS", 20, 1) or 20,
+    )

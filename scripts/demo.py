@@ -1,0 +1,183 @@
+"""The README's demo: package the model, run both endpoints locally, smoke-test them, synthesize the stack.
+
+    make demo        # or: .venv/bin/python -m scripts.demo [--skip-synth]
+
+Steps, each named when it fails (exit status 1): package and check
+model.tar.gz; start the local endpoints (gateway and both containers) and wait
+for their /ping; run the smoke scripts against them in --local mode (chat,
+chat --stream, decision); stop everything with SIGTERM within a bounded wait
+and prove no process is left; `cdk synth` for env=dev, printing where the
+templates are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from scripts.local.processes import (
+    LOOPBACK,
+    Child,
+    ChildError,
+    descendants,
+    free_port,
+    http_status,
+    pid_alive,
+    start_child,
+    wait_until,
+)
+from semif_adapter.artifact import build_tarball, check_tarball
+from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.model_files import ModelFileError
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACT = REPO / "model.tar.gz"
+STARTUP_TIMEOUT_S = 240.0
+SMOKE_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 30.0  # SageMaker's own SIGTERM-to-SIGKILL grace
+SYNTH_TIMEOUT_S = 600.0
+SMOKES = (["chat"], ["chat", "--stream"], ["decision"])
+T = TypeVar("T")
+
+
+class DemoError(Exception):
+    """A step failed; the message says why."""
+
+
+def say(message: str) -> None:
+    print(f"demo: {message}", flush=True)
+
+
+def package(model: Path) -> None:
+    try:
+        build_tarball(model, ARTIFACT)
+        report = check_tarball(ARTIFACT)
+    except ModelFileError as error:
+        raise DemoError(str(error)) from error
+    for line in report.lines():
+        print(f"  {line}")
+
+
+def start_endpoints(model: Path, port: int, log_dir: Path) -> Child:
+    argv = [sys.executable, str(REPO / "scripts" / "local_endpoints.py"), "--port", str(port),
+            "--model", str(model), "--log-dir", str(log_dir)]
+    gateway = start_child("local endpoints", argv, os.environ, log_dir / "gateway.log", cwd=REPO)
+    try:
+        waited = wait_until(lambda: http_status(f"http://{LOOPBACK}:{port}/ping") == 200,
+                            timeout_s=STARTUP_TIMEOUT_S, what="local endpoints", alive=gateway.alive)
+    except (ChildError, TimeoutError) as error:
+        gateway.stop()
+        raise DemoError(str(gateway.failure(str(error)))) from error
+    say(f"gateway http://{LOOPBACK}:{port} ready after {waited:.1f} s (logs in {log_dir})")
+    return gateway
+
+
+def smoke(port: int, args: list[str]) -> None:
+    command = [sys.executable, "-m", "scripts.smoke", *args, "--local", "--port", str(port)]
+    try:
+        result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=SMOKE_TIMEOUT_S,
+                                check=False)
+    except subprocess.TimeoutExpired as error:
+        raise DemoError(f"{' '.join(args)}: no answer within {SMOKE_TIMEOUT_S:.0f} s") from error
+    for line in (result.stdout + result.stderr).splitlines():
+        print(f"  {line}")
+    if result.returncode != 0:
+        raise DemoError(f"scripts.smoke {' '.join(args)} exited with status {result.returncode}")
+
+
+def stop_endpoints(gateway: Child) -> None:
+    """SIGTERM, a bounded wait, and proof that no server (llama-server included) outlived it."""
+    family = descendants(gateway.pid)
+    started = time.monotonic()
+    status = gateway.stop(timeout_s=STOP_TIMEOUT_S)
+    try:
+        wait_until(lambda: not any(pid_alive(pid) for pid in family), timeout_s=5.0, what="child processes")
+    except TimeoutError as error:
+        left = sorted(pid for pid in family if pid_alive(pid))
+        raise DemoError(f"processes {left} outlived the local endpoints") from error
+    if status != 0:
+        raise DemoError(f"the local endpoints exited with status {status} (log: {gateway.log_path})")
+    say(f"stopped {len(family) + 1} processes in {time.monotonic() - started:.1f} s, none left behind")
+
+
+def synth() -> None:
+    cdk = REPO / "node_modules" / ".bin" / "cdk"
+    if not cdk.exists():
+        raise DemoError(f"{cdk} is missing: run `make bootstrap`")
+    env = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true",
+           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    command = [str(cdk), "synth", "--no-notices", "--quiet", "-c", "env=dev"]
+    try:
+        result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                                timeout=SYNTH_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired as error:
+        raise DemoError(f"cdk synth took over {SYNTH_TIMEOUT_S:.0f} s") from error
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        raise DemoError(f"cdk synth exited with status {result.returncode}:\n{tail}")
+    templates = sorted((REPO / "cdk.out").glob("*.template.json"))
+    if not templates:
+        raise DemoError("cdk synth wrote no *.template.json under cdk.out")
+    for template in templates:
+        print(f"  {template.relative_to(REPO)}")
+
+
+def step(name: str, action: Callable[[], T]) -> T:
+    say(f"-- {name}")
+    started = time.monotonic()
+    try:
+        result = action()
+    except DemoError as error:
+        raise DemoError(f"step '{name}' failed: {error}") from error
+    say(f"   {name}: ok ({time.monotonic() - started:.1f} s)")
+    return result
+
+
+def run(model: Path, skip_synth: bool) -> None:
+    step("package model.tar.gz", lambda: package(model))
+    port = free_port()
+    log_dir = Path(tempfile.mkdtemp(prefix="demo-local-endpoints-"))
+    gateway = step("start local endpoints", lambda: start_endpoints(model, port, log_dir))
+    failure: DemoError | None = None
+    try:
+        for args in SMOKES:
+            step(f"smoke {' '.join(args)} --local", lambda args=args: smoke(port, args))
+    except DemoError as error:
+        failure = error  # stop first, then report
+    finally:
+        try:
+            step("stop local endpoints", lambda: stop_endpoints(gateway))
+        except DemoError as error:
+            failure = DemoError(f"{failure}; then {error}") if failure else error
+        finally:
+            gateway.stop()  # a no-op unless Ctrl-C or an error cut the step short
+    if failure is not None:
+        raise failure
+    if not skip_synth:
+        step("cdk synth -c env=dev", synth)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, help="GGUF model (default: the embedded SmolLM2-135M)")
+    parser.add_argument("--skip-synth", action="store_true", help="stop after the local endpoints")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        run((args.model or embedded_model_path()).resolve(), args.skip_synth)
+    except DemoError as error:
+        say(f"FAILED: {error}")
+        return 1
+    say(f"all steps passed in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

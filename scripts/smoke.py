@@ -1,0 +1,343 @@
+"""Smoke-test the chat or the decision endpoint with boto3, against AWS or the local gateway.
+
+    python -m scripts.smoke chat [--stream] --env dev            # names from the stack's outputs
+    python -m scripts.smoke decision --endpoint NAME             # a named endpoint
+    python -m scripts.smoke chat --stream --local [--port 8080]  # the local gateway (no AWS account)
+
+Against AWS it first waits (bounded, with a progress line) until the stack is
+settled and the endpoint is InService on the endpoint config the stack expects:
+a failed update that SageMaker rolled back leaves the endpoint InService on the
+old config, and a smoke test that passes there proves nothing. Then it invokes
+(`invoke_endpoint`, or `invoke_endpoint_with_response_stream` for `--stream`),
+checks the answer's shape, prints the latency, and exits 0. Any failure is one
+line naming the endpoint and the reason, with exit status 1 (2 for bad usage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from scripts.decision_client import DecisionClient, DecisionError, DecisionRequest, runtime_client
+
+PAYLOADS = Path(__file__).resolve().parent / "payloads"
+APP = "semif"
+LOCAL_PORT = 8080
+LOCAL_PREFIX = "local"
+LOCAL_REGION = "us-east-1"
+LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # never checked locally
+# CloudFormation output keys of the stack (stacks/), by endpoint role.
+OUTPUT_KEYS = {
+    "chat": ("ChatEndpointName", "ChatEndpointConfigName"),
+    "decision": ("DecisionEndpointName", "DecisionEndpointConfigName"),
+}
+ENDPOINT_WAITING = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack"})
+WAIT_TIMEOUT_S = 900.0
+POLL_INTERVAL_S = 15.0
+PREVIEW_CHARS = 120
+
+Sleep = Callable[[float], None]
+Progress = Callable[[str], None]
+
+
+class SmokeFailure(Exception):  # noqa: N818 (a verdict, not a programming error)
+    """The endpoint is not fit: the message is the one-line reason shown to the operator."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The endpoint to smoke-test and what it must be running."""
+
+    endpoint: str
+    expected_config: str | None = None
+
+
+@dataclass(frozen=True)
+class Poller:
+    """Bounded polling: a timeout, an interval, and injectable time for tests."""
+
+    timeout_s: float = WAIT_TIMEOUT_S
+    interval_s: float = POLL_INTERVAL_S
+    sleep: Sleep = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    progress: Progress = print
+
+    def run(self, what: str, step: Callable[[], tuple[bool, str]]) -> None:
+        """Call `step` until it reports done; it returns (done, state shown in the progress line)."""
+        start = self.clock()
+        while True:
+            done, state = step()
+            if done:
+                return
+            waited = self.clock() - start
+            if waited >= self.timeout_s:
+                raise SmokeFailure(f"{what}: still {state} after {self.timeout_s:.0f} s")
+            self.progress(f"waiting for {what}: {state} ({waited:.0f}/{self.timeout_s:.0f} s)")
+            self.sleep(min(self.interval_s, self.timeout_s - waited))
+
+
+# ---- which endpoint, and is it the deployed one ------------------------------------------------------------
+
+def stack_outputs(cloudformation: Any, stack: str, poller: Poller) -> dict[str, str]:
+    """The stack's outputs once no update is in progress (outputs change when it completes)."""
+    found: dict[str, Any] = {}
+
+    def settled() -> tuple[bool, str]:
+        try:
+            found["stack"] = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]
+        except ClientError as error:
+            raise SmokeFailure(f"stack {stack}: {error.response['Error'].get('Message', error)}") from error
+        status = found["stack"]["StackStatus"]
+        return not status.endswith("_IN_PROGRESS"), status
+
+    poller.run(f"stack {stack}", settled)
+    status = found["stack"]["StackStatus"]
+    if status.endswith("_FAILED") or status in {"ROLLBACK_COMPLETE", "DELETE_COMPLETE"}:
+        raise SmokeFailure(f"stack {stack} is {status}: deploy it again before smoke-testing")
+    if "ROLLBACK" in status:
+        poller.progress(f"warning: stack {stack} is {status}: the last deployment failed and was "
+                        "rolled back; testing the previous version")
+    return {o["OutputKey"]: o["OutputValue"] for o in found["stack"].get("Outputs", [])}
+
+
+def target_from_outputs(outputs: Mapping[str, str], role: str, stack: str) -> Target:
+    name_key, config_key = OUTPUT_KEYS[role]
+    if name_key not in outputs:
+        raise SmokeFailure(f"stack {stack} has no output {name_key} (outputs: {', '.join(sorted(outputs))})")
+    return Target(outputs[name_key], outputs.get(config_key))
+
+
+def wait_in_service(sagemaker: Any, target: Target, poller: Poller) -> dict[str, Any]:
+    """Wait until the endpoint is InService; then check it runs the expected endpoint config."""
+    found: dict[str, Any] = {}
+
+    def in_service() -> tuple[bool, str]:
+        try:
+            found["endpoint"] = sagemaker.describe_endpoint(EndpointName=target.endpoint)
+        except ClientError as error:
+            message = error.response["Error"].get("Message", error)
+            raise SmokeFailure(f"endpoint {target.endpoint}: {message}") from error
+        status = found["endpoint"]["EndpointStatus"]
+        if status != "InService" and status not in ENDPOINT_WAITING:
+            reason = found["endpoint"].get("FailureReason", "no failure reason given")
+            raise SmokeFailure(f"endpoint {target.endpoint} is {status}: {reason}")
+        return status == "InService", status
+
+    poller.run(f"endpoint {target.endpoint}", in_service)
+    running = found["endpoint"]["EndpointConfigName"]
+    if target.expected_config and running != target.expected_config:
+        raise SmokeFailure(
+            f"endpoint {target.endpoint} is InService on endpoint config {running}, but the stack expects "
+            f"{target.expected_config}: the last update did not take (SageMaker rolled it back); see the "
+            "endpoint's events and the stack's")
+    return found["endpoint"]
+
+
+# ---- invoking and checking -----------------------------------------------------------------------------
+
+def _client_error(endpoint: str, error: ClientError) -> SmokeFailure:
+    response = error.response
+    code = response.get("Error", {}).get("Code", "error")
+    if code == "ModelError":
+        original = str(response.get("OriginalMessage", ""))[:300]
+        return SmokeFailure(f"endpoint {endpoint}: the container answered "
+                            f"{response.get('OriginalStatusCode')}: {original}")
+    return SmokeFailure(f"endpoint {endpoint}: {code}: {response.get('Error', {}).get('Message', error)}")
+
+
+def chat_content(body: bytes) -> str:
+    """`choices[0].message.content` of a chat completion; SmokeFailure if absent or empty."""
+    try:
+        content = json.loads(body)["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError) as error:
+        raise SmokeFailure(f"the answer is not a chat completion ({error!r}): {body[:200]!r}") from error
+    if not isinstance(content, str) or not content.strip():
+        raise SmokeFailure(f"choices[0].message.content is empty: {body[:200]!r}")
+    return content
+
+
+class SseText:
+    """Reassembles the text of a streamed chat completion from byte parts cut anywhere.
+
+    The DLC streams llama-server's server-sent events (`data: {...}` lines);
+    SageMaker cuts them into PayloadParts wherever it likes, so lines are rebuilt
+    across parts before parsing.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self.pieces: list[str] = []
+        self.done = False  # saw `data: [DONE]`
+        self.finish_reason: str | None = None
+
+    def feed(self, part: bytes) -> None:
+        self._buffer += part
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            self._line(line.strip())
+
+    def _line(self, line: bytes) -> None:
+        if not line.startswith(b"data:"):
+            return  # blank separators, comments, other SSE fields
+        data = line[len(b"data:"):].strip()
+        if data == b"[DONE]":
+            self.done = True
+            return
+        try:
+            choice = json.loads(data)["choices"][0]
+        except (ValueError, KeyError, IndexError) as error:
+            raise SmokeFailure(f"a stream event is not a chat completion chunk: {data[:200]!r}") from error
+        self.pieces.append(choice.get("delta", {}).get("content") or "")
+        self.finish_reason = choice.get("finish_reason") or self.finish_reason
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
+def stream_text(parts: Iterable[bytes]) -> SseText:
+    sse = SseText()
+    for part in parts:
+        sse.feed(part)
+    sse.feed(b"\n")  # flush a last line without its newline
+    return sse
+
+
+def smoke_chat(runtime: Any, endpoint: str, payload: Mapping[str, Any], stream: bool) -> str:
+    """Invoke the chat endpoint once and check the answer; returns the report line."""
+    body = dict(payload)
+    started = time.monotonic()
+    try:
+        if not stream:
+            body.pop("stream", None)
+            response = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json",
+                                               Body=json.dumps(body).encode())
+            content = chat_content(response["Body"].read())
+            return f"answered in {time.monotonic() - started:.2f} s: {content[:PREVIEW_CHARS]!r}"
+        body["stream"] = True
+        response = runtime.invoke_endpoint_with_response_stream(
+            EndpointName=endpoint, ContentType="application/json", Body=json.dumps(body).encode())
+        arrivals: list[float] = []
+
+        def parts() -> Iterable[bytes]:
+            for event in response["Body"]:
+                if "PayloadPart" in event:
+                    arrivals.append(time.monotonic() - started)
+                    yield event["PayloadPart"]["Bytes"]
+
+        sse = stream_text(parts())
+    except ClientError as error:
+        raise _client_error(endpoint, error) from error
+    except BotoCoreError as error:
+        raise SmokeFailure(f"endpoint {endpoint}: {error}") from error
+    if not sse.text.strip():
+        raise SmokeFailure(f"endpoint {endpoint}: the stream ({len(arrivals)} parts) carried no text")
+    if not (sse.done or sse.finish_reason):
+        raise SmokeFailure(f"endpoint {endpoint}: the stream ended without a finish_reason or [DONE]")
+    return (f"streamed {len(arrivals)} parts, first after {arrivals[0]:.2f} s, "
+            f"all in {time.monotonic() - started:.2f} s: {sse.text[:PREVIEW_CHARS]!r}")
+
+
+def smoke_decision(runtime: Any, endpoint: str, payload: Mapping[str, Any]) -> str:
+    """Invoke the decision endpoint once: option ids must match the request, probabilities sum to 1."""
+    request = DecisionRequest.from_payload(payload)
+    started = time.monotonic()
+    try:
+        decision = DecisionClient(endpoint, client=runtime).decide(request)
+    except DecisionError as error:
+        raise SmokeFailure(f"endpoint {endpoint}: {error}") from error
+    probabilities = ", ".join(f"{i}={decision.probabilities[i]:.3f}" for i in decision.option_ids)
+    return (f"decided in {time.monotonic() - started:.2f} s: best {decision.best!r} "
+            f"(margin {decision.margin:.3f}; {probabilities})")
+
+
+# ---- command line ----------------------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("role", choices=sorted(OUTPUT_KEYS), help="which endpoint to test")
+    where = parser.add_argument_group("which endpoint")
+    where.add_argument("--stack", help="CloudFormation stack holding the endpoint names (default: APP-ENV)")
+    where.add_argument("--app", default=APP, help="application name of the stack (default %(default)s)")
+    where.add_argument("--env", default="dev", help="environment of the stack (default %(default)s)")
+    where.add_argument("--endpoint", help="endpoint name (skips the stack; no endpoint config check)")
+    where.add_argument("--local", action="store_true", help="the local gateway (scripts/local_endpoints.py)")
+    where.add_argument("--port", type=int, default=LOCAL_PORT, help="with --local: gateway port")
+    where.add_argument("--prefix", default=LOCAL_PREFIX, help="with --local: endpoint name prefix")
+    where.add_argument("--endpoint-url", help="SageMaker runtime URL (default: AWS's; --local: the gateway)")
+    where.add_argument("--region", help="AWS region (default: the configured one)")
+    parser.add_argument("--payload", type=Path, help="request body (default: scripts/payloads/ROLE.json)")
+    parser.add_argument("--stream", action="store_true", help="chat: invoke_endpoint_with_response_stream")
+    parser.add_argument("--wait-timeout", type=float, default=WAIT_TIMEOUT_S, metavar="SECONDS")
+    parser.add_argument("--poll-interval", type=float, default=POLL_INTERVAL_S, metavar="SECONDS")
+    args = parser.parse_args(argv)
+    if args.stream and args.role != "chat":
+        parser.error("--stream applies to the chat endpoint only")
+    if args.local and (args.stack or args.endpoint):
+        parser.error("--local uses the gateway's names (--prefix); drop --stack/--endpoint")
+    return args
+
+
+def resolve_target(args: argparse.Namespace, session: Any, poller: Poller) -> Target:
+    """The endpoint to test: local name, explicit name, or the stack's outputs (then checked on AWS)."""
+    if args.local:
+        return Target(f"{args.prefix}-{args.role}")
+    if args.endpoint:
+        target = Target(args.endpoint)
+    else:
+        stack = args.stack or f"{args.app}-{args.env}"
+        outputs = stack_outputs(session.client("cloudformation"), stack, poller)
+        target = target_from_outputs(outputs, args.role, stack)
+    wait_in_service(session.client("sagemaker"), target, poller)
+    return target
+
+
+def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | None = None) -> str:
+    """Resolve, check and invoke; the report line, or SmokeFailure."""
+    poller = poller or Poller(timeout_s=args.wait_timeout, interval_s=args.poll_interval)
+    payload_file = args.payload or PAYLOADS / f"{args.role}.json"
+    try:
+        payload = json.loads(payload_file.read_text())
+    except (OSError, ValueError) as error:
+        raise SmokeFailure(f"payload {payload_file}: {error}") from error
+    if args.local:
+        session = session or boto3.Session(region_name=args.region or LOCAL_REGION, **LOCAL_CREDENTIALS)
+        endpoint_url = args.endpoint_url or f"http://127.0.0.1:{args.port}"
+    else:
+        session = session or boto3.Session(region_name=args.region)
+        endpoint_url = args.endpoint_url
+    target = resolve_target(args, session, poller)
+    runtime = runtime_client(session=session, endpoint_url=endpoint_url, max_attempts=3)
+    if args.role == "chat":
+        report = smoke_chat(runtime, target.endpoint, payload, args.stream)
+    else:
+        report = smoke_decision(runtime, target.endpoint, payload)
+    return f"{target.endpoint}: {report}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    label = f"smoke {args.role}" + (" --stream" if args.stream else "")
+    try:
+        report = run(args)
+    except SmokeFailure as error:
+        print(f"{label}: FAILED: {error}", file=sys.stderr)
+        return 1
+    except BotoCoreError as error:  # no credentials, no region, unreachable AWS
+        print(f"{label}: FAILED: {error}", file=sys.stderr)
+        return 1
+    print(f"{label}: OK: {report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
