@@ -1,0 +1,235 @@
+"""The gateway's SageMaker runtime contract, seen through unmodified boto3 (fast, no model).
+
+The containers here are small scripted apps, because the behaviours under test
+(a busy container, header echo, a stream cut mid-way) cannot be produced on
+demand by the real ones; the gateway, botocore and the decision client are real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import EventStreamError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from scripts.decision_client import DecisionClient, DecisionRequest, DecisionUnavailableError, runtime_client
+from scripts.local.gateway import create_gateway
+from scripts.local.processes import LOOPBACK, free_port
+
+Serve = Callable[[Any], AbstractContextManager[str]]
+ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
+DECISION = DecisionRequest.build("d-1", "evidence", "which?", {"yes": "Yes", "no": "No"})
+
+
+class ScriptedContainer:
+    """A container whose /invocations answers come from a script; it records what it received."""
+
+    def __init__(self) -> None:
+        self.script: list[tuple[int, Any]] = []
+        self.received: list[dict[str, str]] = []
+
+    def app(self) -> Starlette:
+        async def ping(request: Request) -> Response:
+            return Response("", status_code=200)
+
+        async def invocations(request: Request) -> Response:
+            self.received.append({k.lower(): v for k, v in request.headers.items()})
+            status, body = self.script.pop(0) if self.script else (200, {"echo": (await request.body()).decode()})
+            if isinstance(body, list):  # chunks with a pause between them
+                return StreamingResponse(_slow(body), status_code=status, media_type="text/event-stream")
+            headers = {ATTRIBUTES: "echo=" + request.headers[ATTRIBUTES]} if ATTRIBUTES in request.headers else {}
+            return JSONResponse(body, status_code=status, headers=headers)
+
+        return Starlette(routes=[Route("/ping", ping), Route("/invocations", invocations, methods=["POST"])])
+
+
+async def _slow(chunks: list[bytes]) -> AsyncIterator[bytes]:
+    for index, chunk in enumerate(chunks):
+        if index:
+            await asyncio.sleep(0.5)
+        yield chunk
+
+
+@pytest.fixture
+def container(threaded_server: Serve) -> Iterator[tuple[ScriptedContainer, str]]:
+    scripted = ScriptedContainer()
+    with threaded_server(scripted.app()) as url:
+        yield scripted, url
+
+
+@pytest.fixture
+def gateway(threaded_server: Serve, container: tuple[ScriptedContainer, str]) -> Iterator[str]:
+    with threaded_server(create_gateway({"stub": container[1], "down": f"http://{LOOPBACK}:{free_port()}"})) as url:
+        yield url
+
+
+def decision_client(gateway: str, max_attempts: int) -> DecisionClient:
+    """The decision client as a service builds it, with dummy credentials (the gateway ignores them)."""
+    session = boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
+    return DecisionClient("stub", client=runtime_client(session=session, endpoint_url=gateway,
+                                                        max_attempts=max_attempts))
+
+
+def decision_body(decision_id: str = "d-1") -> dict[str, Any]:
+    return {"decision_id": decision_id, "option_ids": ["yes", "no"], "probabilities": [0.75, 0.25],
+            "option_logits": [1.0, -0.1]}
+
+
+def test_headers_pass_through_both_ways(gateway: str, container: tuple[ScriptedContainer, str],
+                                        runtime_for: Callable[..., Any]) -> None:
+    scripted, _ = container
+    response = runtime_for(gateway).invoke_endpoint(
+        EndpointName="stub", Body=b'{"x": 1}', ContentType="application/json", Accept="application/json",
+        CustomAttributes="trace=abc-123")
+    received = scripted.received[-1]
+    assert received["content-type"] == "application/json"
+    assert received["accept"] == "application/json"
+    assert received[ATTRIBUTES.lower()] == "trace=abc-123"
+    assert response["CustomAttributes"] == "echo=trace=abc-123"  # set by the container, so echoed
+    assert response["InvokedProductionVariant"] == "AllTraffic"
+    assert json.loads(response["Body"].read()) == {"echo": '{"x": 1}'}
+
+
+def test_custom_attributes_are_absent_unless_the_container_sets_them(gateway: str,
+                                                                     runtime_for: Callable[..., Any]) -> None:
+    response = runtime_for(gateway).invoke_endpoint(EndpointName="stub", Body=b"{}", ContentType="application/json")
+    assert "CustomAttributes" not in response
+
+
+def test_stream_accept_header_and_unbuffered_parts(gateway: str, container: tuple[ScriptedContainer, str],
+                                                   runtime_for: Callable[..., Any]) -> None:
+    scripted, _ = container
+    scripted.script.append((200, [b"data: one\n\n", b"data: two\n\n", b"data: [DONE]\n\n"]))
+    started = time.monotonic()
+    response = runtime_for(gateway).invoke_endpoint_with_response_stream(
+        EndpointName="stub", Body=b"{}", ContentType="application/json", Accept="text/event-stream")
+    arrivals = [(time.monotonic() - started, e["PayloadPart"]["Bytes"]) for e in response["Body"]]
+    assert scripted.received[-1]["accept"] == "text/event-stream"  # X-Amzn-SageMaker-Accept -> Accept
+    assert response["ContentType"].startswith("text/event-stream")  # from X-Amzn-SageMaker-Content-Type
+    assert b"".join(part for _, part in arrivals) == b"data: one\n\ndata: two\n\ndata: [DONE]\n\n"
+    assert len(arrivals) == 3
+    assert arrivals[1][0] - arrivals[0][0] > 0.3  # each part left as soon as the container sent it
+
+
+@pytest.mark.parametrize("operation", ["invoke_endpoint", "invoke_endpoint_with_response_stream"])
+def test_unknown_endpoint_is_a_validation_error(gateway: str, runtime_for: Callable[..., Any],
+                                                operation: str) -> None:
+    client = runtime_for(gateway)
+    with pytest.raises(client.exceptions.ValidationError) as raised:
+        getattr(client, operation)(EndpointName="nope", Body=b"{}", ContentType="application/json")
+    assert raised.value.response["Error"]["Message"] == "Endpoint nope of account 000000000000 not found."
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+
+
+@pytest.mark.parametrize("operation", ["invoke_endpoint", "invoke_endpoint_with_response_stream"])
+def test_container_error_is_a_model_error_with_the_original(gateway: str, container: tuple[ScriptedContainer, str],
+                                                            runtime_for: Callable[..., Any], operation: str) -> None:
+    scripted, _ = container
+    original = {"error": {"code": "too_few_options", "message": "2-16 options", "field": "decision.options"}}
+    scripted.script.append((400, original))
+    client = runtime_for(gateway)
+    with pytest.raises(client.exceptions.ModelError) as raised:
+        getattr(client, operation)(EndpointName="stub", Body=b"{}", ContentType="application/json")
+    error = raised.value.response
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 424
+    assert error["OriginalStatusCode"] == 400
+    assert json.loads(error["OriginalMessage"]) == original
+    assert error["LogStreamArn"].endswith("/aws/sagemaker/Endpoints/stub")
+    assert "Received client error (400) from primary" in error["Error"]["Message"]
+
+
+def test_unreachable_container_is_service_unavailable_and_botocore_retries_it(
+        gateway: str, runtime_for: Callable[..., Any]) -> None:
+    client = runtime_for(gateway, max_attempts=2)
+    with pytest.raises(client.exceptions.ServiceUnavailable) as raised:
+        client.invoke_endpoint(EndpointName="down", Body=b"{}", ContentType="application/json")
+    assert raised.value.response["ResponseMetadata"]["RetryAttempts"] == 1
+    assert "not accepting connections" in raised.value.response["Error"]["Message"]
+
+
+def test_unknown_operation_is_a_json_error(gateway: str) -> None:
+    import httpx
+
+    response = httpx.get(f"{gateway}/endpoints")
+    assert response.status_code == 404
+    assert response.headers["x-amzn-errortype"] == "UnknownOperationException"
+    assert "InvokeEndpoint" in response.json()["Message"]
+
+
+def test_decision_client_retries_a_busy_container_with_botocore(
+        gateway: str, container: tuple[ScriptedContainer, str]) -> None:
+    scripted, _ = container
+    busy = {"error": {"code": "busy", "message": "queue full"}}
+    scripted.script += [(503, busy), (503, busy), (200, decision_body())]
+    client = decision_client(gateway, max_attempts=3)
+    decision = client.decide(DECISION)
+    assert decision.best == "yes"
+    assert len(scripted.received) == 3
+
+
+def test_decision_client_gives_up_after_max_attempts(gateway: str, container: tuple[ScriptedContainer, str]) -> None:
+    scripted, _ = container
+    scripted.script += [(503, "busy")] * 2 + [(200, decision_body())]
+    client = decision_client(gateway, max_attempts=2)
+    with pytest.raises(DecisionUnavailableError, match="503"):
+        client.decide(DECISION)
+    assert len(scripted.received) == 2
+
+
+def test_decision_client_does_not_retry_a_refusal(gateway: str, container: tuple[ScriptedContainer, str]) -> None:
+    from scripts.decision_client import DecisionRejectedError
+
+    scripted, _ = container
+    scripted.script.append((400, {"error": {"code": "duplicate_option_id", "message": "dup", "field": "options"}}))
+    client = decision_client(gateway, max_attempts=3)
+    with pytest.raises(DecisionRejectedError) as raised:
+        client.decide(DECISION)
+    assert (raised.value.status, raised.value.code, raised.value.field) == (400, "duplicate_option_id", "options")
+    assert len(scripted.received) == 1
+
+
+def _broken_container() -> tuple[str, threading.Thread]:
+    """Promises 1000 bytes of stream, sends one event, then closes the connection."""
+    listener = socket.socket()
+    listener.bind((LOOPBACK, 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        connection.recv(65536)
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 1000\r\n\r\n"
+                           b"data: first\n\n")
+        time.sleep(0.2)
+        connection.close()
+        listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return f"http://{LOOPBACK}:{port}", thread
+
+
+def test_stream_cut_by_the_container_ends_with_model_stream_error(threaded_server: Serve,
+                                                                 runtime_for: Callable[..., Any]) -> None:
+    url, thread = _broken_container()
+    with threaded_server(create_gateway({"broken": url})) as gateway:
+        response = runtime_for(gateway).invoke_endpoint_with_response_stream(
+            EndpointName="broken", Body=b"{}", ContentType="application/json")
+        events = iter(response["Body"])
+        assert next(events) == {"PayloadPart": {"Bytes": b"data: first\n\n"}}
+        with pytest.raises(EventStreamError) as raised:
+            next(events)
+    thread.join(timeout=5)
+    assert raised.value.response["Error"]["Code"] == "ModelStreamError"
