@@ -1,0 +1,153 @@
+"""Every packaging rule, with real tarballs made here, and the CLI's refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from semif_adapter.artifact import build_tarball, check_tarball
+from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.model_files import ModelFileError, resolve_model_path, scan_model_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gguf_bytes(make_gguf, name: str = "m.gguf", **kwargs) -> bytes:
+    return make_gguf(f"src/{name}", **kwargs).read_bytes()
+
+
+def test_good_tarball_passes_and_reports_metadata(make_gguf, make_tarball):
+    content = gguf_bytes(make_gguf, context=2048, file_type=15)
+    report = check_tarball(make_tarball([("model.gguf", content), ("README.txt", b"notes")]))
+    assert str(report.layout.model) == "model.gguf"
+    assert (report.info.architecture, report.info.quantization, report.info.context_length) == \
+        ("llama", "Q4_K_M", 2048)
+    assert report.model_sha256 == hashlib.sha256(content).hexdigest()
+    assert report.model_bytes == len(content)
+
+
+def test_two_models_are_refused(make_gguf, make_tarball):
+    tarball = make_tarball([("a.gguf", gguf_bytes(make_gguf, "a.gguf")), ("b.gguf", gguf_bytes(make_gguf, "b.gguf"))])
+    with pytest.raises(ModelFileError, match=r"2 models found \(a.gguf, b.gguf\); exactly one"):
+        check_tarball(tarball)
+
+
+def test_no_model_is_refused(make_tarball):
+    with pytest.raises(ModelFileError, match=r"no model \.gguf file"):
+        check_tarball(make_tarball([("config.json", b"{}")]))
+
+
+@pytest.mark.parametrize("name, rule", [
+    ("../evil.gguf", "climbs out"),
+    ("/etc/evil.gguf", "absolute path"),
+    ("a/b/deep.gguf", "3 levels deep"),
+])
+def test_unsafe_member_paths_are_refused(make_gguf, make_tarball, name, rule):
+    with pytest.raises(ModelFileError, match=rule) as caught:
+        check_tarball(make_tarball([(name, gguf_bytes(make_gguf))]))
+    assert name in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "fifo"])
+def test_links_and_special_files_are_refused(make_gguf, make_tarball, kind):
+    members = [("model.gguf", gguf_bytes(make_gguf)), ("other.gguf", (kind, "model.gguf"))]
+    with pytest.raises(ModelFileError, match=r"link|special file") as caught:
+        check_tarball(make_tarball(members))
+    assert "other.gguf" in str(caught.value)
+
+
+def test_bad_magic_is_refused(make_tarball):
+    with pytest.raises(ModelFileError, match="GGUF magic") as caught:
+        check_tarball(make_tarball([("model.gguf", b"PK\x03\x04 not a model")]))
+    assert "model.gguf" in str(caught.value)
+
+
+def test_projector_refused_unless_asked(make_gguf, make_tarball):
+    members = [("model.gguf", gguf_bytes(make_gguf)), ("mmproj-model-f16.gguf", gguf_bytes(make_gguf, "p.gguf"))]
+    with pytest.raises(ModelFileError, match="projector"):
+        check_tarball(make_tarball(members))
+    report = check_tarball(make_tarball(members, "allowed.tar.gz"), allow_projector=True)
+    assert str(report.layout.projector) == "mmproj-model-f16.gguf"
+    assert str(report.layout.model) == "model.gguf"
+
+
+def test_complete_split_model_counts_as_one(make_gguf, make_tarball):
+    shards = [(f"big-0000{i}-of-00003.gguf", gguf_bytes(make_gguf, f"s{i}.gguf")) for i in (1, 2, 3)]
+    report = check_tarball(make_tarball(list(reversed(shards))))
+    assert str(report.layout.model) == "big-00001-of-00003.gguf"
+    assert [str(p) for p in report.layout.files] == [name for name, _ in shards]
+
+
+def test_incomplete_split_model_is_refused(make_gguf, make_tarball):
+    shards = [(f"big-0000{i}-of-00003.gguf", gguf_bytes(make_gguf, f"s{i}.gguf")) for i in (1, 3)]
+    with pytest.raises(ModelFileError, match=r"incomplete: missing shard\(s\) \[2\] of 3"):
+        check_tarball(make_tarball(shards))
+
+
+def test_corrupt_archive_is_refused(tmp_path):
+    broken = tmp_path / "model.tar.gz"
+    broken.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    with pytest.raises(ModelFileError, match=r"not a readable tar\.gz"):
+        check_tarball(broken)
+
+
+def test_build_is_byte_identical_and_passes_its_own_check(tmp_path):
+    model = embedded_model_path()
+    first = build_tarball(model, tmp_path / "one" / "model.tar.gz")
+    second = build_tarball(model, tmp_path / "two" / "model.tar.gz")
+    assert first.path.read_bytes() == second.path.read_bytes()
+    assert first.tarball_sha256 == hashlib.sha256(first.path.read_bytes()).hexdigest()
+    checked = check_tarball(first.path)
+    assert (checked.model_sha256, checked.tarball_sha256) == (first.model_sha256, first.tarball_sha256)
+    with tarfile.open(first.path) as tar:
+        (member,) = tar.getmembers()
+    assert (member.name, member.mtime, member.uid, member.gid, member.uname) == (model.name, 0, 0, 0, "")
+    assert first.path.read_bytes()[4:8] == b"\x00\x00\x00\x00"  # gzip header mtime
+
+
+def test_build_packages_every_shard_of_a_split_model(make_gguf, tmp_path):
+    for i in (1, 2):
+        make_gguf(f"split/big-0000{i}-of-00002.gguf")
+    report = build_tarball(tmp_path / "split" / "big-00001-of-00002.gguf", tmp_path / "out.tar.gz")
+    assert [str(p) for p in report.layout.files] == ["big-00001-of-00002.gguf", "big-00002-of-00002.gguf"]
+    assert check_tarball(report.path).model_sha256 == report.model_sha256
+
+
+def test_directory_discovery_is_strict(make_gguf, tmp_path):
+    make_gguf("dir/sub/model.gguf")
+    assert resolve_model_path(None, tmp_path / "dir").name == "model.gguf"
+    make_gguf("dir/other.gguf")
+    with pytest.raises(ModelFileError, match="2 models found"):
+        scan_model_dir(tmp_path / "dir")
+    make_gguf("deep/a/b/model.gguf")  # deeper than the DLC looks: not found
+    with pytest.raises(ModelFileError, match="no model"):
+        scan_model_dir(tmp_path / "deep")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "package_model.py"), *args],
+                          capture_output=True, text=True, check=False)
+
+
+def test_cli_packages_then_checks(tmp_path):
+    out = tmp_path / "model.tar.gz"
+    built = run_cli(str(embedded_model_path()), "-o", str(out))
+    assert built.returncode == 0, built.stderr
+    assert "quantization:  Q4_1" in built.stdout and "context:       8192 tokens" in built.stdout
+    checked = run_cli("--check", str(out))
+    assert checked.returncode == 0, checked.stderr
+    sha_line = next(line for line in built.stdout.splitlines() if line.startswith("tarball sha256"))
+    assert sha_line in checked.stdout
+
+
+def test_cli_refusal_is_one_line_with_file_and_rule(make_gguf, make_tarball):
+    tarball = make_tarball([("a.gguf", gguf_bytes(make_gguf, "a.gguf")), ("b.gguf", gguf_bytes(make_gguf, "b.gguf"))])
+    result = run_cli("--check", str(tarball))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert str(tarball) in result.stderr and "exactly one is allowed" in result.stderr
