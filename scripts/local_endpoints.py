@@ -28,7 +28,7 @@ from scripts.local.endpoints import DEFAULT_PREFIX, STARTUP_TIMEOUT_S, container
 from scripts.local.gateway import create_gateway
 from scripts.local.processes import LOOPBACK, ChildError
 from scripts.local.serving import Stopped, ignore_stop_signals, install_stop_handlers, serve_app
-from semif_adapter.embedded_model import EmbeddedModelMissing, embedded_model_path
+from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
 from semif_adapter.llama_flags import FlagError, check_environment
 
 DEFAULT_PORT = 8080
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         if not model.is_file():
             raise FileNotFoundError(f"{model}: model file does not exist")
         check_environment(container_env(os.environ, model))
-    except (EmbeddedModelMissing, FileNotFoundError, FlagError) as error:
+    except (EmbeddedModelMissingError, FileNotFoundError, FlagError) as error:
         say(f"refused: {error}")
         return 2
     if not port_free(args.port):
