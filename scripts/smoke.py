@@ -30,7 +30,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from scripts.decision_client import DecisionClient, DecisionError, DecisionRequest, runtime_client
 
 PAYLOADS = Path(__file__).resolve().parent / "payloads"
-APP = "semif"
+CDK_JSON = Path(__file__).resolve().parents[1] / "cdk.json"
+APP = "semif"  # when cdk.json cannot say
 LOCAL_PORT = 8080
 LOCAL_PREFIX = "local"
 LOCAL_REGION = "us-east-1"
@@ -86,6 +87,19 @@ class Poller:
 
 
 # ---- which endpoint, and is it the deployed one ------------------------------------------------------------
+
+def deployment_defaults(env_name: str, cdk_json: Path = CDK_JSON) -> tuple[str, str | None]:
+    """App name and region of an environment, from the cdk.json the stack was deployed from.
+
+    Read as plain JSON: importing the CDK app (and its Node runtime) to learn two strings is not worth it.
+    """
+    try:
+        context = json.loads(cdk_json.read_text())["context"]["semif"]
+        region = context.get("environments", {}).get(env_name, {}).get("region")
+        return str(context.get("app_name") or APP), region
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return APP, None
+
 
 def stack_outputs(cloudformation: Any, stack: str, poller: Poller) -> dict[str, str]:
     """The stack's outputs once no update is in progress (outputs change when it completes)."""
@@ -267,14 +281,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("role", choices=sorted(OUTPUT_KEYS), help="which endpoint to test")
     where = parser.add_argument_group("which endpoint")
     where.add_argument("--stack", help="CloudFormation stack holding the endpoint names (default: APP-ENV)")
-    where.add_argument("--app", default=APP, help="application name of the stack (default %(default)s)")
+    where.add_argument("--app", help="application name of the stack (default: cdk.json's app_name)")
     where.add_argument("--env", default="dev", help="environment of the stack (default %(default)s)")
     where.add_argument("--endpoint", help="endpoint name (skips the stack; no endpoint config check)")
     where.add_argument("--local", action="store_true", help="the local gateway (scripts/local_endpoints.py)")
     where.add_argument("--port", type=int, default=LOCAL_PORT, help="with --local: gateway port")
     where.add_argument("--prefix", default=LOCAL_PREFIX, help="with --local: endpoint name prefix")
     where.add_argument("--endpoint-url", help="SageMaker runtime URL (default: AWS's; --local: the gateway)")
-    where.add_argument("--region", help="AWS region (default: the configured one)")
+    where.add_argument("--region", help="AWS region (default: with --env, its region in cdk.json; else configured)")
     parser.add_argument("--payload", type=Path, help="request body (default: scripts/payloads/ROLE.json)")
     parser.add_argument("--stream", action="store_true", help="chat: invoke_endpoint_with_response_stream")
     parser.add_argument("--wait-timeout", type=float, default=WAIT_TIMEOUT_S, metavar="SECONDS")
@@ -294,7 +308,7 @@ def resolve_target(args: argparse.Namespace, session: Any, poller: Poller) -> Ta
     if args.endpoint:
         target = Target(args.endpoint)
     else:
-        stack = args.stack or f"{args.app}-{args.env}"
+        stack = args.stack or f"{args.app or deployment_defaults(args.env)[0]}-{args.env}"  # as stacks/ names it
         outputs = stack_outputs(session.client("cloudformation"), stack, poller)
         target = target_from_outputs(outputs, args.role, stack)
     wait_in_service(session.client("sagemaker"), target, poller)
@@ -313,7 +327,9 @@ def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | N
         session = session or boto3.Session(region_name=args.region or LOCAL_REGION, **LOCAL_CREDENTIALS)
         endpoint_url = args.endpoint_url or f"http://127.0.0.1:{args.port}"
     else:
-        session = session or boto3.Session(region_name=args.region)
+        from_env = not (args.stack or args.endpoint)  # the environment's region only for the env's stack
+        region = args.region or (deployment_defaults(args.env)[1] if from_env else None)
+        session = session or boto3.Session(region_name=region)
         endpoint_url = args.endpoint_url
     target = resolve_target(args, session, poller)
     runtime = runtime_client(session=session, endpoint_url=endpoint_url, max_attempts=3)
