@@ -75,6 +75,7 @@ class RunningGateway:
 
 def _start(tmp: Path, extra: tuple[str, ...], env: dict[str, str] | None) -> RunningGateway:
     port = free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
     log_dir, output = tmp / "logs", tmp / "local_endpoints.out"
     with output.open("wb") as sink:
         process = subprocess.Popen(
