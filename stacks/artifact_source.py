@@ -1,0 +1,183 @@
+"""Turn the configured model source into a model.tar.gz the stack can point SageMaker at.
+
+Local models are packaged (or checked) with the shared `semif_adapter.artifact` rules at synth time, into a
+content-addressed cache. Hashing a multi-GB GGUF takes minutes, so the digest is remembered against the file's
+(resolved path, size, mtime_ns): an unchanged model costs one `stat` per synth, and the CDK asset hash is that
+digest (plus the tarball format), never a re-hash of the tarball by CDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+
+from semif_adapter.artifact import ARTIFACT_FORMAT, ArtifactReport, build_tarball, check_tarball
+from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
+from semif_adapter.model_files import ModelFileError
+
+from .config import ConfigError, EmbeddedModel, GgufModel, S3Model, TarballModel
+
+INDEX_FILE = "index.json"
+INDEX_VERSION = 1
+MODEL_DIR = PurePosixPath("/opt/ml/model")  # where SageMaker unpacks model.tar.gz
+
+
+@dataclass(frozen=True)
+class LocalArtifact:
+    """A tarball on this machine, uploaded as a CDK file asset."""
+
+    tarball: Path
+    asset_hash: str  # stable across synths; derived from the model digest, not from re-reading the file
+    model_file: PurePosixPath  # relative to /opt/ml/model
+    model_bytes: int
+    tarball_bytes: int
+    model_sha256: str
+
+
+@dataclass(frozen=True)
+class RemoteArtifact:
+    """An existing, pinned object in S3."""
+
+    bucket: str
+    key: str
+    model_file: PurePosixPath
+    model_bytes: int | None
+    sha256: str | None
+    version_id: str | None
+    kms_key_arn: str | None
+
+
+Artifact = LocalArtifact | RemoteArtifact
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What the index remembers about one source file at one (path, size, mtime)."""
+
+    size: int
+    mtime_ns: int
+    kind: str  # "gguf" (we built the tarball) or "tarball" (the user's, checked)
+    model_sha256: str
+    model_file: str
+    model_bytes: int
+    tarball_sha256: str
+    tarball_bytes: int
+
+
+class ArtifactCache:
+    """Content-addressed tarballs plus an index of file digests, under one directory (e.g. .cache/)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _index_path(self) -> Path:
+        return self.root / INDEX_FILE
+
+    def _load(self) -> dict[str, dict[str, object]]:
+        try:
+            data = json.loads(self._index_path().read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != INDEX_VERSION:
+            return {}
+        entries = data.get("entries")
+        return entries if isinstance(entries, dict) else {}
+
+    def _lookup(self, source: Path, kind: str) -> _Entry | None:
+        raw = self._load().get(str(source))
+        if not isinstance(raw, dict):
+            return None
+        try:
+            entry = _Entry(**raw)  # type: ignore[arg-type]
+        except TypeError:
+            return None
+        stat = source.stat()
+        if (entry.size, entry.mtime_ns, entry.kind) != (stat.st_size, stat.st_mtime_ns, kind):
+            return None
+        return entry
+
+    def _remember(self, source: Path, entry: _Entry) -> None:
+        """Add one entry; written atomically so a concurrent synth never reads half a file."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        entries = self._load()
+        entries[str(source)] = asdict(entry)
+        temporary = self.root / f".{INDEX_FILE}.{uuid.uuid4().hex}"
+        temporary.write_text(json.dumps({"version": INDEX_VERSION, "entries": entries}, indent=1, sort_keys=True))
+        os.replace(temporary, self._index_path())
+
+    def tarball_for(self, model_sha256: str) -> Path:
+        return self.root / f"{model_sha256}-{ARTIFACT_FORMAT}" / "model.tar.gz"
+
+    def packaged(self, gguf: Path) -> LocalArtifact:
+        """model.tar.gz for a GGUF: from the cache when the file is unchanged, else built (and hashed) once."""
+        source = gguf.resolve()
+        entry = self._lookup(source, "gguf")
+        if entry is not None:
+            tarball = self.tarball_for(entry.model_sha256)
+            if tarball.is_file() and tarball.stat().st_size == entry.tarball_bytes:
+                return _local(tarball, entry, asset_hash=f"{ARTIFACT_FORMAT}:{entry.model_sha256}")
+        stat = source.stat()
+        staging = self.root / f".build-{uuid.uuid4().hex}" / "model.tar.gz"
+        try:
+            report = build_tarball(source, staging)
+            tarball = self.tarball_for(report.model_sha256)
+            tarball.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging, tarball)
+        finally:
+            shutil.rmtree(staging.parent, ignore_errors=True)
+        entry = _entry(report, stat, "gguf")
+        self._remember(source, entry)
+        return _local(tarball, entry, asset_hash=f"{ARTIFACT_FORMAT}:{entry.model_sha256}")
+
+    def checked(self, tarball: Path) -> LocalArtifact:
+        """A prepared model.tar.gz, validated against the packaging rules once per (path, size, mtime)."""
+        source = tarball.resolve()
+        entry = self._lookup(source, "tarball")
+        if entry is None:
+            stat = source.stat()
+            entry = _entry(check_tarball(source), stat, "tarball")
+            self._remember(source, entry)
+        return _local(source, entry, asset_hash=f"tarball:{entry.tarball_sha256}")
+
+
+def _entry(report: ArtifactReport, stat: os.stat_result, kind: str) -> _Entry:
+    return _Entry(size=stat.st_size, mtime_ns=stat.st_mtime_ns, kind=kind, model_sha256=report.model_sha256,
+                  model_file=str(report.layout.model), model_bytes=report.model_bytes,
+                  tarball_sha256=report.tarball_sha256, tarball_bytes=report.tarball_bytes)
+
+
+def _local(tarball: Path, entry: _Entry, asset_hash: str) -> LocalArtifact:
+    return LocalArtifact(tarball=tarball, asset_hash=asset_hash, model_file=PurePosixPath(entry.model_file),
+                         model_bytes=entry.model_bytes, tarball_bytes=entry.tarball_bytes,
+                         model_sha256=entry.model_sha256)
+
+
+def prepare_artifact(source: EmbeddedModel | GgufModel | TarballModel | S3Model, *, key: str, base_dir: Path,
+                     cache: ArtifactCache) -> Artifact:
+    """Resolve the configured source; packaging-rule violations become ConfigError naming `key`."""
+    if isinstance(source, S3Model):
+        return RemoteArtifact(bucket=source.bucket, key=source.key, model_file=PurePosixPath(source.model_file),
+                              model_bytes=source.model_bytes, sha256=source.sha256, version_id=source.version_id,
+                              kms_key_arn=source.kms_key_arn)
+    try:
+        if isinstance(source, EmbeddedModel):
+            return cache.packaged(embedded_model_path())
+        path = Path(source.path)
+        path = path if path.is_absolute() else base_dir / path
+        if isinstance(source, GgufModel):
+            return cache.packaged(path)
+        return cache.checked(path)
+    except (ModelFileError, EmbeddedModelMissingError) as error:
+        where = key if isinstance(source, EmbeddedModel) else f"{key}.path"
+        raise ConfigError([(where, str(error))]) from None
+    except OSError as error:
+        raise ConfigError([(f"{key}.path", f"{error.filename}: {error.strerror}")]) from None
+
+
+def container_model_path(artifact: Artifact) -> str:
+    """The model file as the container sees it: pinned explicitly, never left to the DLC's first-match."""
+    return str(MODEL_DIR / artifact.model_file)

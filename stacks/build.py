@@ -1,0 +1,29 @@
+"""Assemble the CDK app for the environment chosen with `-c env=NAME` (used by app.py and the tests)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from aws_cdk import App
+
+from .artifact_source import ArtifactCache, prepare_artifact
+from .config import CONTEXT_KEY, ENV_CONTEXT_KEY, load_deployment
+from .nag import add_checks
+from .semif_stack import SemifStack
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CACHE_DIR = REPO_ROOT / ".cache" / "model-artifacts"
+CONTAINER_DIR = REPO_ROOT / "container"
+
+
+def build_app(app: App, *, repo_root: Path = REPO_ROOT, cache_dir: Path = CACHE_DIR,
+              container_dir: Path = CONTAINER_DIR) -> SemifStack:
+    """Validate the config (ConfigError names the key), prepare the artifact, add the stack and cdk-nag."""
+    deployment = load_deployment(app.node.try_get_context(CONTEXT_KEY), app.node.try_get_context(ENV_CONTEXT_KEY))
+    artifact = prepare_artifact(deployment.env.model, key=f"environments.{deployment.env_name}.model",
+                                base_dir=repo_root, cache=ArtifactCache(cache_dir))
+    stack = SemifStack(app, deployment, artifact, container_dir=container_dir,
+                       account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
+    add_checks(app)
+    return stack

@@ -1,0 +1,45 @@
+"""The bucket that receives endpoint data capture, only created when an endpoint turns capture on.
+
+Captured requests and responses are user data: encrypted with the stack's KMS key, TLS-only, never public,
+and with server access logs in a second bucket (which, being the log sink, cannot log to itself).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from .nag import acknowledge
+
+
+class CaptureBucket(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, expire_days: int = 90) -> None:
+        super().__init__(scope, construct_id)
+        self.access_logs = s3.Bucket(
+            self, "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,  # S3 log delivery cannot write with a KMS key
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(expire_days))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(self.access_logs, {
+            "AwsSolutions-S1": "this is the server access log destination of the capture bucket; logging it "
+                               "to itself would loop",
+        })
+        self.bucket = s3.Bucket(
+            self, "Bucket",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=key,
+            bucket_key_enabled=True,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix="capture/",
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(expire_days))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )

@@ -1,0 +1,471 @@
+"""The deployment configuration: one typed, validated object per environment, read from `cdk.json` context.
+
+Validated in this one place, before any construct exists, so every mistake that SageMaker would report ten
+minutes into a deployment (or never: a GPU idling under the CPU image) fails `cdk synth` with the key named,
+e.g. `environments.prod.decision.instance_type: ...`. Only the selected environment is validated, so a
+half-written `staging` entry does not block `-c env=dev`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from aws_cdk.region_info import RegionInfo
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from semif_adapter.llama_flags import PREFIX, FlagError, check_setting
+
+from .instances import Accelerator, InstanceTypeError, describe_instance, inference_ami_versions
+
+CONTEXT_KEY = "semif"  # cdk.json: context.semif = {app_name, environments: {NAME: {...}}}
+ENV_CONTEXT_KEY = "env"  # cdk synth -c env=NAME
+SEMIF_PREFIX = "SEMIF_"
+EndpointKind = Literal["chat", "decision"]
+ENDPOINT_KINDS: tuple[EndpointKind, ...] = ("chat", "decision")
+
+# The CUDA 13 runtime in the DLC's CUDA image needs a driver newer than the default host AMI's.
+CUDA13_AMI_VERSIONS = frozenset({"al2-ami-sagemaker-inference-gpu-3-1", "al2023-ami-sagemaker-inference-gpu-4-1"})
+GPU_LAYERS_ALL = "999"
+# Set by the stack from the artifact; a second value in config would fight it.
+STACK_OWNED_LLAMA = frozenset({"MODEL", "MODEL_DIR", "PORT"})
+STACK_OWNED_SEMIF = frozenset({"SEMIF_MODEL_SHA256"})
+# Model downloads at start-up: the artifact is the model, and network isolation blocks them anyway.
+DOWNLOAD_FLAGS = re.compile(r"^(HF|MODEL_URL|DOCKER_REPO)(_|$)")
+# Environment variables are returned by DescribeModel to anyone allowed to call it: never a secret there.
+SECRET_WORDS = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|PASSWD|PRIVATE_KEY)(_|$)")
+# CloudWatch Logs retention periods (days) and their aws_logs.RetentionDays member names.
+LOG_RETENTION_DAYS = {
+    1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS", 30: "ONE_MONTH",
+    60: "TWO_MONTHS", 90: "THREE_MONTHS", 120: "FOUR_MONTHS", 150: "FIVE_MONTHS", 180: "SIX_MONTHS",
+    365: "ONE_YEAR", 400: "THIRTEEN_MONTHS", 545: "EIGHTEEN_MONTHS", 731: "TWO_YEARS", 1096: "THREE_YEARS",
+    1827: "FIVE_YEARS", 2192: "SIX_YEARS", 2557: "SEVEN_YEARS", 2922: "EIGHT_YEARS", 3288: "NINE_YEARS",
+    3653: "TEN_YEARS",
+}
+ENV_VALUE_MAX = 1024  # SageMaker's limit on one environment value
+
+
+class ConfigError(ValueError):
+    """Every problem found in one environment's configuration, each with its full key."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        lines = "\n".join(f"  {key}: {message}" for key, message in problems)
+        super().__init__(f"invalid cdk.json configuration ({len(problems)} problem(s)):\n{lines}")
+
+    @property
+    def keys(self) -> list[str]:
+        return [key for key, _ in self.problems]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+EnvMap = dict[str, str]
+
+
+class EmbeddedModel(_Strict):
+    """The SmolLM2-135M GGUF shipped with the toolkit: deployable with no model of your own."""
+
+    source: Literal["embedded"]
+
+
+class GgufModel(_Strict):
+    """A local .gguf (first shard of a split model), packaged into model.tar.gz at synth."""
+
+    source: Literal["gguf"]
+    path: str = Field(min_length=1)
+
+
+class TarballModel(_Strict):
+    """A local model.tar.gz made by scripts/package_model.py (checked against the packaging rules)."""
+
+    source: Literal["tarball"]
+    path: str = Field(min_length=1)
+
+
+_S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>[^\s]+)$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_VERSION_ID = re.compile(r"^[\x21-\x7e]{1,1024}$")
+
+
+class S3Model(_Strict):
+    """An existing model.tar.gz in S3, pinned so that a new model is always a visible config change.
+
+    Pinned by content (`sha256`, the model's digest as printed by the packaging script, which must appear in
+    the object key: a content-addressed key cannot silently change) or by `version_id` (checked against the
+    object's current version at deploy time, since SageMaker itself always reads the current version).
+    """
+
+    source: Literal["s3"]
+    uri: str
+    sha256: str | None = None
+    version_id: str | None = None
+    model_file: str = Field(description="path of the .gguf inside the tarball, e.g. model.gguf")
+    model_bytes: int | None = Field(None, gt=0, description="size of the .gguf; sizes the start-up timeouts")
+    kms_key_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]{36}$")
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, value: str) -> str:
+        match = _S3_URI.match(value)
+        if match is None or match["key"].endswith("/"):
+            raise ValueError(f"{value!r} is not an s3://bucket/key URI of one object")
+        return value
+
+    @field_validator("model_file")
+    @classmethod
+    def _model_file(cls, value: str) -> str:
+        parts = value.split("/")
+        if (not value.endswith(".gguf") or value.startswith("/") or ".." in parts or len(parts) > 2
+                or parts[-1].startswith("mmproj")):
+            raise ValueError(f"{value!r} must be a relative .gguf path at most 2 levels deep, not a projector")
+        return value
+
+    @model_validator(mode="after")
+    def _pinned(self) -> S3Model:
+        if self.sha256 is None and self.version_id is None:
+            raise ValueError("an existing S3 object must be pinned: give sha256 (content-addressed key) "
+                             "or version_id (versioned bucket)")
+        if self.sha256 is not None:
+            if not _SHA256.match(self.sha256):
+                raise ValueError(f"sha256 {self.sha256!r} is not 64 lower-case hex digits")
+            if self.sha256 not in self.key:
+                raise ValueError(f"sha256 pinning needs a content-addressed key: {self.key!r} does not contain "
+                                 f"{self.sha256}; upload to e.g. models/{self.sha256}/model.tar.gz")
+        if self.version_id is not None and (not _VERSION_ID.match(self.version_id) or self.version_id == "null"):
+            raise ValueError(f"version_id {self.version_id!r} is not an S3 version id (the bucket must be "
+                             "versioned; 'null' means it is not)")
+        return self
+
+    @property
+    def bucket(self) -> str:
+        return _S3_URI.match(self.uri)["bucket"]  # type: ignore[index]
+
+    @property
+    def key(self) -> str:
+        return _S3_URI.match(self.uri)["key"]  # type: ignore[index]
+
+
+ModelSource = Annotated[EmbeddedModel | GgufModel | TarballModel | S3Model, Field(discriminator="source")]
+
+
+class DlcImage(_Strict):
+    """The stock llama.cpp DLC; the registry account comes from CDK's region facts, not from here."""
+
+    repository: str = Field("llama-cpp", pattern=r"^[a-z0-9][a-z0-9._/-]*$")
+    cpu_tag: str = Field("server-sagemaker-cpu-v1", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+    cuda_tag: str = Field("server-sagemaker-cuda-v1", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+
+class Autoscaling(_Strict):
+    """Target tracking on SageMakerVariantInvocationsPerInstance (invocations per instance per minute)."""
+
+    min_instances: int = Field(ge=1)
+    max_instances: int = Field(ge=1)
+    target_invocations_per_instance: float = Field(gt=0)
+    scale_in_cooldown_s: int = Field(300, ge=0, le=3600)
+    scale_out_cooldown_s: int = Field(60, ge=0, le=3600)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Autoscaling:
+        if self.min_instances > self.max_instances:
+            raise ValueError(f"min_instances ({self.min_instances}) is greater than max_instances "
+                             f"({self.max_instances})")
+        return self
+
+
+class Alarms(_Strict):
+    """CloudWatch alarms of one endpoint; with auto_rollback the error alarms also guard its deployments."""
+
+    latency_p90_ms: float = Field(gt=0, description="ModelLatency p90 above this for evaluation_periods")
+    errors_5xx: int = Field(1, ge=1, description="Invocation5XXErrors per period at or above this")
+    model_errors: int = Field(1, ge=1, description="InvocationModelErrors per period at or above this")
+    period_s: int = Field(60, ge=60, le=3600, multiple_of=60)
+    evaluation_periods: int = Field(3, ge=1, le=60)
+    auto_rollback: bool = False
+
+
+class DataCapture(_Strict):
+    """Request/response capture to an encrypted bucket of this stack. Off unless this block is present."""
+
+    sampling_percentage: int = Field(ge=1, le=100)
+    capture_input: bool = True
+    capture_output: bool = True
+
+    @model_validator(mode="after")
+    def _something(self) -> DataCapture:
+        if not (self.capture_input or self.capture_output):
+            raise ValueError("capture_input and capture_output are both false: remove data_capture instead")
+        return self
+
+
+class Endpoint(_Strict):
+    instance_type: str
+    instance_count: int = Field(1, ge=1, le=100)
+    llama_env: EnvMap = Field(default_factory=dict, description="SM_LLAMA_CPP_* overrides for this endpoint")
+    env: EnvMap = Field(default_factory=dict, description="SEMIF_* settings (decision endpoint only)")
+    autoscaling: Autoscaling | None = None
+    alarms: Alarms
+    data_capture: DataCapture | None = None
+    model_download_timeout_s: int | None = Field(None, ge=60, le=3600)
+    startup_health_check_timeout_s: int | None = Field(None, ge=60, le=3600)
+
+
+class VpcEndpoints(_Strict):
+    """Interface endpoints (ECR API, ECR Docker, CloudWatch Logs) and an S3 gateway endpoint in the VPC."""
+
+    vpc_id: str = Field(pattern=r"^vpc-[0-9a-f]{8,17}$")
+    route_table_ids: list[str] = Field(min_length=1)
+
+    @field_validator("route_table_ids")
+    @classmethod
+    def _route_tables(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not re.match(r"^rtb-[0-9a-f]{8,17}$", item):
+                raise ValueError(f"{item!r} is not a route table id (rtb-...)")
+        return value
+
+
+class Vpc(_Strict):
+    """Run both models inside these subnets (ids, never looked up: synth stays offline)."""
+
+    subnet_ids: list[str] = Field(min_length=1, max_length=16)
+    security_group_ids: list[str] = Field(min_length=1, max_length=5)
+    vpc_endpoints: VpcEndpoints | None = None
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnets(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not re.match(r"^subnet-[0-9a-f]{8,17}$", item):
+                raise ValueError(f"{item!r} is not a subnet id (subnet-...)")
+        return value
+
+    @field_validator("security_group_ids")
+    @classmethod
+    def _groups(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not re.match(r"^sg-[0-9a-f]{8,17}$", item):
+                raise ValueError(f"{item!r} is not a security group id (sg-...)")
+        return value
+
+
+class ImageBuild(_Strict):
+    """The CodeBuild project that builds the decision image FROM the DLC."""
+
+    compute_type: Literal["small", "medium", "large", "xlarge", "2xlarge"] = "large"
+    # The custom resource waiting for the build has at most one hour in all (Provider framework limit).
+    timeout_minutes: int = Field(40, ge=10, le=50)
+
+
+class Environment(_Strict):
+    account: str | None = Field(None, pattern=r"^\d{12}$")
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    accelerator: Accelerator
+    inference_ami_version: str | None = None
+    model: ModelSource
+    dlc_image: DlcImage = DlcImage()
+    llama_env: EnvMap = Field(default_factory=dict, description="SM_LLAMA_CPP_* for both endpoints")
+    chat: Endpoint
+    decision: Endpoint
+    image_build: ImageBuild = ImageBuild()
+    vpc: Vpc | None = None
+    network_isolation: bool = True
+    log_retention_days: int = 30
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{value} is not a CloudWatch Logs retention; use one of {sorted(LOG_RETENTION_DAYS)}")
+        return value
+
+    def endpoint(self, kind: EndpointKind) -> Endpoint:
+        return self.chat if kind == "chat" else self.decision
+
+    def llama_env_for(self, kind: EndpointKind) -> dict[str, str]:
+        """The SM_LLAMA_CPP_* map of one endpoint: shared map, then its overrides, then GPU offload."""
+        merged = {**self.llama_env, **self.endpoint(kind).llama_env}
+        if self.accelerator == "gpu":
+            merged.setdefault(PREFIX + "N_GPU_LAYERS", GPU_LAYERS_ALL)
+        return merged
+
+
+_APP_NAME = re.compile(r"^[a-z][a-z0-9-]{0,23}$")
+_ENV_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One environment of the app, with the names derived from it."""
+
+    app_name: str
+    env_name: str
+    env: Environment
+
+    @property
+    def stack_name(self) -> str:
+        return f"{self.app_name}-{self.env_name}"
+
+    def endpoint_name(self, kind: EndpointKind) -> str:
+        return f"{self.app_name}-{self.env_name}-{kind}"
+
+
+def _key(prefix: str, loc: tuple[int | str, ...]) -> str:
+    parts = [prefix]
+    for index, item in enumerate(loc):
+        if index > 0 and loc[index - 1] == "model" and item in ("embedded", "gguf", "tarball", "s3"):
+            continue  # pydantic's tag of the model-source union, not a key the user wrote
+        parts.append(str(item))
+    return ".".join(parts)
+
+
+def load_deployment(context: Mapping[str, Any] | None, env_name: str | None) -> Deployment:
+    """Parse and validate the selected environment, or raise ConfigError listing every problem."""
+    if not isinstance(context, Mapping):
+        raise ConfigError([(CONTEXT_KEY, "missing from cdk.json context (see docs/deploying.md)")])
+    app_name = context.get("app_name")
+    environments = context.get("environments")
+    if not isinstance(app_name, str) or not _APP_NAME.match(app_name):
+        raise ConfigError([("app_name", f"{app_name!r} must be lower-case letters, digits and '-', "
+                                        "starting with a letter, at most 24 characters")])
+    if not isinstance(environments, Mapping) or not environments:
+        raise ConfigError([("environments", "must map environment names to their settings")])
+    if not env_name:
+        raise ConfigError([(ENV_CONTEXT_KEY, f"choose an environment with -c env=NAME, one of {sorted(environments)}")])
+    if env_name not in environments:
+        raise ConfigError([(ENV_CONTEXT_KEY, f"unknown environment {env_name!r}; cdk.json defines "
+                                             f"{sorted(environments)}")])
+    if not _ENV_NAME.match(env_name):
+        raise ConfigError([(f"environments.{env_name}", "environment names are lower-case letters and digits, "
+                                                        "starting with a letter, at most 12 characters")])
+    prefix = f"environments.{env_name}"
+    try:
+        env = Environment.model_validate(environments[env_name])
+    except ValidationError as error:
+        raise ConfigError([(_key(prefix, tuple(e["loc"])), e["msg"].removeprefix("Value error, "))
+                           for e in error.errors()]) from None
+    problems = check_environment(env)
+    if problems:
+        raise ConfigError([(f"{prefix}.{key}", message) for key, message in problems])
+    return Deployment(app_name=app_name, env_name=env_name, env=env)
+
+
+def check_environment(env: Environment) -> list[tuple[str, str]]:
+    """Rules that span several keys; returns (relative key, message) pairs."""
+    problems: list[tuple[str, str]] = []
+    if RegionInfo.get(env.region).dlc_repository_account is None:
+        problems.append(("region", f"CDK knows no Deep Learning Containers registry in {env.region}"))
+    problems += _check_accelerator(env)
+    for kind in ENDPOINT_KINDS:
+        problems += _check_endpoint(env, kind)
+    problems += _check_llama_env("llama_env", env.llama_env)
+    return problems
+
+
+def _check_accelerator(env: Environment) -> list[tuple[str, str]]:
+    if env.accelerator == "cpu":
+        if env.inference_ami_version is not None:
+            return [("inference_ami_version", "only GPU endpoints take an InferenceAmiVersion; remove it for cpu")]
+        return []
+    if env.inference_ami_version is None:
+        return [("inference_ami_version", "required for accelerator gpu: the DLC's CUDA 13 image needs a recent "
+                                          f"driver, one of {sorted(CUDA13_AMI_VERSIONS)}")]
+    if env.inference_ami_version not in inference_ami_versions():
+        return [("inference_ami_version", f"{env.inference_ami_version!r} is not an InferenceAmiVersion "
+                                          f"SageMaker knows ({sorted(inference_ami_versions())})")]
+    if env.inference_ami_version not in CUDA13_AMI_VERSIONS:
+        return [("inference_ami_version", f"{env.inference_ami_version} has a driver too old for the DLC's "
+                                          f"CUDA 13 image; use one of {sorted(CUDA13_AMI_VERSIONS)}")]
+    return []
+
+
+def _check_endpoint(env: Environment, kind: EndpointKind) -> list[tuple[str, str]]:
+    endpoint = env.endpoint(kind)
+    problems: list[tuple[str, str]] = []
+    try:
+        facts = describe_instance(endpoint.instance_type)
+    except InstanceTypeError as error:
+        problems.append((f"{kind}.instance_type", str(error)))
+    else:
+        if facts.accelerator != env.accelerator:
+            image = "CUDA" if env.accelerator == "gpu" else "CPU"
+            problems.append((f"{kind}.instance_type",
+                             f"{endpoint.instance_type} is a {facts.accelerator.upper()} instance but accelerator "
+                             f"is {env.accelerator!r} (the {image} image); change one of them"))
+        if facts.burstable and endpoint.autoscaling is not None:
+            problems.append((f"{kind}.autoscaling", f"{endpoint.instance_type} is burstable (ml.t*): Application "
+                                                    "Auto Scaling does not support it; remove autoscaling or "
+                                                    "pick another instance type"))
+    scaling = endpoint.autoscaling
+    if scaling and not scaling.min_instances <= endpoint.instance_count <= scaling.max_instances:
+        problems.append((f"{kind}.instance_count", f"{endpoint.instance_count} is outside autoscaling bounds "
+                                                   f"{scaling.min_instances}..{scaling.max_instances}"))
+    problems += _check_llama_env(f"{kind}.llama_env", endpoint.llama_env)
+    if kind == "chat" and endpoint.env:
+        problems.append(("chat.env", "the chat container (stock DLC) reads only SM_LLAMA_CPP_*; put those in "
+                                     "llama_env"))
+    for key, value in sorted(endpoint.env.items()):
+        where = f"{kind}.env.{key}"
+        if not key.startswith(SEMIF_PREFIX):
+            problems.append((where, f"adapter settings start with {SEMIF_PREFIX} (llama.cpp flags go in llama_env)"))
+        elif key in STACK_OWNED_SEMIF:
+            problems.append((where, "set by the stack from the model artifact; remove it"))
+        elif SECRET_WORDS.search(key):
+            problems.append((where, _SECRET_MESSAGE))
+        elif len(value) > ENV_VALUE_MAX:
+            problems.append((where, f"longer than SageMaker's {ENV_VALUE_MAX} characters"))
+    if kind == "decision" and not problems:
+        problems += _check_adapter_settings(env)
+    return problems
+
+
+_SECRET_MESSAGE = ("looks like a secret; container environment variables are shown by DescribeModel to anyone "
+                   "allowed to call it, and SageMaker already authenticates every invocation with IAM")
+
+
+def _check_llama_env(where: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for key, value in sorted(env.items()):
+        at = f"{where}.{key}"
+        if not key.startswith(PREFIX):
+            problems.append((at, f"llama_env holds {PREFIX}* flags only (adapter settings go in decision.env)"))
+            continue
+        name = key[len(PREFIX):]
+        if SECRET_WORDS.search(name):
+            problems.append((at, _SECRET_MESSAGE))
+        elif name in STACK_OWNED_LLAMA:
+            problems.append((at, "set by the stack from the model artifact (the model path and port are fixed)"))
+        elif DOWNLOAD_FLAGS.match(name):
+            problems.append((at, "the model comes from the artifact; start-up downloads are refused (and "
+                                 "blocked by network isolation)"))
+        elif len(value) > ENV_VALUE_MAX:
+            problems.append((at, f"longer than SageMaker's {ENV_VALUE_MAX} characters"))
+        else:
+            try:
+                check_setting(key, value)
+            except FlagError as error:
+                problems.append((at, str(error).removeprefix(f"{key}: ")))
+    return problems
+
+
+def _check_adapter_settings(env: Environment) -> list[tuple[str, str]]:
+    """Run the decision adapter's own settings parser on the environment it will get."""
+    from semif_adapter.settings import SettingsError, load_settings
+
+    merged = {**env.llama_env_for("decision"), **env.decision.env}
+    try:
+        load_settings(merged)
+    except SettingsError as error:
+        if error.key.startswith(SEMIF_PREFIX):
+            section = "decision.env"
+        elif error.key in env.decision.llama_env:
+            section = "decision.llama_env"
+        else:
+            section = "llama_env"
+        return [(f"{section}.{error.key}", str(error).removeprefix(f"{error.key}: "))]
+    return []

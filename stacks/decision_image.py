@@ -1,0 +1,222 @@
+"""The decision endpoint's image: built FROM the llama.cpp DLC in CodeBuild, pushed to this stack's ECR repository.
+
+Why CodeBuild and not a CDK Docker asset: the base image lives in the AWS DLC registry, which needs a
+`docker login` that CDK's asset publishing cannot do (aws/aws-cdk#17268). The image tag is a hash of the
+Docker build context (`container/`) and of the base image URI, so the image is rebuilt exactly when one of
+them changes, and never pushed twice under a tag (the repository's tags are immutable).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from aws_cdk import AssetHashType, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from .config import ImageBuild
+from .dlc import DlcRegistry
+from .handler_function import HandlerFunction
+from .instances import Accelerator
+from .nag import accept_redundant_depends_on, acknowledge, acknowledge_provider
+
+# Never part of the Docker build context's identity (caches and local build outputs).
+EXCLUDED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "node_modules"})
+EXCLUDED_SUFFIXES = (".pyc", ".egg-info")
+ASSET_EXCLUDES = [*(f"**/{name}" for name in sorted(EXCLUDED_DIRS)), "**/*.pyc", "**/*.egg-info"]
+QUERY_INTERVAL = Duration.seconds(30)
+WAITER_MARGIN_MINUTES = 10  # queueing and provisioning of the build host, on top of the build timeout
+KEPT_IMAGES = 20
+COMPUTE_TYPES = {
+    "small": codebuild.ComputeType.SMALL, "medium": codebuild.ComputeType.MEDIUM,
+    "large": codebuild.ComputeType.LARGE, "xlarge": codebuild.ComputeType.X_LARGE,
+    "2xlarge": codebuild.ComputeType.X2_LARGE,
+}
+
+
+def context_files(context_dir: Path) -> list[Path]:
+    """The files of the Docker build context that define the image, in a stable order."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(context_dir):
+        dirs[:] = sorted(d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(EXCLUDED_SUFFIXES))
+        found.extend(Path(root) / name for name in sorted(files) if not name.endswith(EXCLUDED_SUFFIXES))
+    return sorted(found, key=lambda p: p.relative_to(context_dir).as_posix())
+
+
+def source_fingerprint(context_dir: Path) -> str:
+    """sha256 over every context file's relative path and content (also the source asset's hash)."""
+    if not context_dir.is_dir():
+        raise FileNotFoundError(f"{context_dir}: Docker build context of the decision image does not exist")
+    digest = hashlib.sha256()
+    for path in context_files(context_dir):
+        digest.update(path.relative_to(context_dir).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).hexdigest().encode() + b"\0")
+    return digest.hexdigest()
+
+
+def image_tag(source_digest: str, base_image: str, accelerator: Accelerator) -> str:
+    """`cpu-<hash>` / `cuda-<hash>`: changes with the adapter source or the base image, nothing else."""
+    digest = hashlib.sha256(f"{source_digest}\0{base_image}".encode()).hexdigest()
+    return f"{'cuda' if accelerator == 'gpu' else 'cpu'}-{digest[:24]}"
+
+
+def build_spec() -> codebuild.BuildSpec:
+    """One script, so an early `exit 0` (image already there) ends the build successfully.
+
+    The project has no CodeBuild source: the script fetches the context zip itself, so the role needs
+    `s3:GetObject` on that one object instead of CDK's bucket-wide read grant.
+    """
+    script = "\n".join([
+        "set -euo pipefail",
+        'if aws ecr describe-images --repository-name "$REPOSITORY_NAME" --image-ids imageTag="$IMAGE_TAG" '
+        '>/dev/null 2>&1; then echo "$REPOSITORY_URI:$IMAGE_TAG is already in ECR"; exit 0; fi',
+        'aws s3 cp --only-show-errors "s3://$SOURCE_BUCKET/$SOURCE_KEY" /tmp/context.zip',
+        "mkdir -p /tmp/context && unzip -q /tmp/context.zip -d /tmp/context && cd /tmp/context",
+        'aws ecr get-login-password --region "$AWS_DEFAULT_REGION" '
+        '| docker login --username AWS --password-stdin "$DLC_REGISTRY"',
+        'aws ecr get-login-password --region "$AWS_DEFAULT_REGION" '
+        '| docker login --username AWS --password-stdin "${REPOSITORY_URI%%/*}"',
+        'docker build --pull --build-arg BASE_IMAGE="$BASE_IMAGE" '
+        '--label org.opencontainers.image.base.name="$BASE_IMAGE" -t "$REPOSITORY_URI:$IMAGE_TAG" .',
+        'docker push "$REPOSITORY_URI:$IMAGE_TAG"',
+    ])
+    return codebuild.BuildSpec.from_object({
+        "version": "0.2",
+        "env": {"shell": "bash"},
+        "phases": {"build": {"commands": [script]}},
+    })
+
+
+class DecisionImage(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, context_dir: Path, registry: DlcRegistry,
+                 accelerator: Accelerator, key: kms.IKey, build: ImageBuild,
+                 log_retention: logs.RetentionDays) -> None:
+        super().__init__(scope, construct_id)
+        self.base_image = registry.image_uri(accelerator)
+        source_digest = source_fingerprint(context_dir)
+        self.tag = image_tag(source_digest, self.base_image, accelerator)
+
+        self.repository = ecr.Repository(
+            self, "Repository",
+            image_tag_mutability=ecr.TagMutability.IMMUTABLE,
+            image_scan_on_push=True,
+            encryption=ecr.RepositoryEncryption.KMS,
+            encryption_key=key,
+            lifecycle_rules=[ecr.LifecycleRule(
+                description=f"keep the newest {KEPT_IMAGES} images (rollbacks); tags are content hashes",
+                max_image_count=KEPT_IMAGES)],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        source = s3_assets.Asset(self, "Context", path=str(context_dir), exclude=ASSET_EXCLUDES,
+                                 asset_hash=source_digest, asset_hash_type=AssetHashType.CUSTOM)
+        self.build_logs = logs.LogGroup(self, "BuildLogs", retention=log_retention,
+                                        removal_policy=RemovalPolicy.DESTROY)
+        self.project = codebuild.Project(
+            self, "Build",
+            description="Builds the SemIf decision image FROM the llama.cpp DLC and pushes it to ECR",
+            build_spec=build_spec(),
+            environment=codebuild.BuildEnvironment(
+                build_image=codebuild.LinuxBuildImage.STANDARD_7_0,
+                compute_type=COMPUTE_TYPES[build.compute_type],
+                privileged=True,  # docker build needs the Docker daemon; this project does nothing else
+            ),
+            environment_variables={name: codebuild.BuildEnvironmentVariable(value=value) for name, value in {
+                "REPOSITORY_URI": self.repository.repository_uri,
+                "REPOSITORY_NAME": self.repository.repository_name,
+                "DLC_REGISTRY": registry.host,
+                "BASE_IMAGE": self.base_image,
+                "IMAGE_TAG": self.tag,
+                "SOURCE_BUCKET": source.s3_bucket_name,
+                "SOURCE_KEY": source.s3_object_key,
+            }.items()},
+            encryption_key=key,
+            timeout=Duration.minutes(build.timeout_minutes),
+            logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.build_logs)),
+        )
+        self.repository.grant_pull_push(self.project)
+        self.project.add_to_role_policy(iam.PolicyStatement(
+            sid="ReadBuildContext", actions=["s3:GetObject"],
+            resources=[Stack.of(self).format_arn(service="s3", region="", account="",
+                                                 resource=source.s3_bucket_name,
+                                                 resource_name=source.s3_object_key)]))
+        self.project.add_to_role_policy(iam.PolicyStatement(
+            sid="PullBaseImage",
+            actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
+            resources=[registry.repository_arn]))
+        self.project.add_to_role_policy(iam.PolicyStatement(
+            sid="FindExistingImage", actions=["ecr:DescribeImages"], resources=[self.repository.repository_arn]))
+        project_id = Stack.of(self).resolve(Stack.of(self).get_logical_id(
+            self.project.node.default_child))  # type: ignore[arg-type]
+        region, partition = registry.region, registry.partition
+        acknowledge(self.project, {
+            "AwsSolutions-CB3": "privileged mode is required to run docker build; the project only builds this "
+                                "one image from this stack's source asset",
+            "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]":
+                "CDK's grant on the project's encryption key (this stack's key only): CodeBuild encrypts "
+                "build data with data keys",
+            "AwsSolutions-IAM5[Action::kms:ReEncrypt*]":
+                "CDK's grant on the project's encryption key (this stack's key only)",
+            "AwsSolutions-IAM5[Resource::*]":
+                "ecr:GetAuthorizationToken (docker login) has no resource-level permissions",
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:logs:{region}:<AWS::AccountId>:log-group:/aws/codebuild/"
+            f"<{project_id}>:*]":
+                "CodeBuild's default log group of this project only (the build logs to its retained group)",
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:codebuild:{region}:<AWS::AccountId>:report-group/"
+            f"<{project_id}>-*]":
+                "CodeBuild's test-report groups of this project only (none are used; CDK adds the grant)",
+        })
+
+        self.resource = self._waiter(build, log_retention)
+        self.image_uri = self.resource.get_att_string("ImageUri")
+
+    def _waiter(self, build: ImageBuild, log_retention: logs.RetentionDays) -> CustomResource:
+        """Custom resource that starts the build and completes only when the image is in ECR."""
+        project_statement = iam.PolicyStatement(actions=["codebuild:StartBuild", "codebuild:BatchGetBuilds"],
+                                                resources=[self.project.project_arn])
+        image_statement = iam.PolicyStatement(actions=["ecr:DescribeImages"],
+                                              resources=[self.repository.repository_arn])
+        on_event = HandlerFunction(self, "StartBuild", handler="image_build.on_event",
+                                   description="decision image build starter",
+                                   statements=[project_statement, image_statement], log_retention=log_retention)
+        is_complete = HandlerFunction(self, "CheckBuild", handler="image_build.is_complete",
+                                      description="decision image build waiter",
+                                      statements=[project_statement], log_retention=log_retention)
+        total = Duration.minutes(build.timeout_minutes + WAITER_MARGIN_MINUTES)
+        provider = cr.Provider(
+            self, "BuildWaiter",
+            on_event_handler=on_event.function,
+            is_complete_handler=is_complete.function,
+            query_interval=QUERY_INTERVAL,
+            total_timeout=total,
+            log_group=logs.LogGroup(self, "BuildWaiterLogs", retention=log_retention,
+                                    removal_policy=RemovalPolicy.DESTROY),
+            disable_waiter_state_machine_logging=False,
+            waiter_state_machine_log_options=cr.LogOptions(
+                destination=logs.LogGroup(self, "BuildWaiterStateMachineLogs", retention=log_retention,
+                                          removal_policy=RemovalPolicy.DESTROY),
+                level=sfn.LogLevel.ALL, include_execution_data=False),
+        )
+        acknowledge_provider(provider, [on_event.function, is_complete.function])
+        accept_redundant_depends_on(self)
+        return CustomResource(
+            self, "Image",
+            service_token=provider.service_token,
+            resource_type="Custom::DecisionImage",
+            service_timeout=Duration.minutes(60),
+            properties={
+                "ProjectName": self.project.project_name,
+                "RepositoryName": self.repository.repository_name,
+                "RepositoryUri": self.repository.repository_uri,
+                "ImageTag": self.tag,
+                "BaseImage": self.base_image,
+            },
+        )

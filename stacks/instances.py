@@ -1,0 +1,98 @@
+"""What an `ml.*` instance type is, for the two llama.cpp DLC variants this app deploys.
+
+Which types exist for real-time endpoints is SageMaker's own fact: the `ProductionVariantInstanceType` enum of
+the pinned botocore service model (the same list CloudFormation validates against). What each family can run
+is ours: the DLC images are x86-64, CPU or CUDA 13, so Graviton, Inferentia/Trainium and GPUs that CUDA 13 no
+longer supports are refused here, at synth, instead of after a 10-minute failed endpoint creation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+import botocore.session
+
+Accelerator = Literal["cpu", "gpu"]
+
+CPU_FAMILIES = frozenset({
+    "t2", "m4", "m5", "m5d", "c4", "c5", "c5d", "r5", "r5d",
+    "c6i", "c6in", "m6i", "r6i", "c7i", "m7i", "r7i",
+})
+GPU_FAMILIES = frozenset({
+    "g4dn", "g5", "g6", "g6e", "g7", "g7e",
+    "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300",
+})
+# Families with local NVMe instance storage: SageMaker refuses an endpoint-config KMS key for them (their
+# volumes are encrypted by the instance's hardware module instead).
+LOCAL_STORAGE_FAMILIES = frozenset({"m5d", "c5d", "r5d"}) | GPU_FAMILIES
+# Families SageMaker offers but the llama.cpp DLC cannot use, with the reason shown to the user.
+REFUSED_FAMILIES = {
+    "p2": "its K80 GPUs are not supported by the CUDA 13 runtime of the DLC's CUDA image",
+    "p3": "its V100 GPUs are not supported by the CUDA 13 runtime of the DLC's CUDA image",
+    "p6e-gb200": "it is an arm64 (Grace) instance; the DLC images are x86-64",
+    "dl1": "it has Gaudi accelerators, which llama.cpp does not use",
+}
+_FAMILY = re.compile(r"^ml\.(?P<family>[a-z0-9-]+)\.(?P<size>[a-z0-9]+)$")
+_GRAVITON = re.compile(r"^[a-z]+\d+g[a-z]*$")  # c6g, c6gd, c6gn, m7g, r8g ...
+_NEURON = re.compile(r"^(inf|trn)\d")
+
+
+class InstanceTypeError(ValueError):
+    """An instance type that does not exist or cannot run the llama.cpp DLC."""
+
+
+@dataclass(frozen=True)
+class InstanceFacts:
+    instance_type: str
+    family: str
+    accelerator: Accelerator
+
+    @property
+    def local_storage(self) -> bool:
+        return self.family in LOCAL_STORAGE_FAMILIES
+
+    @property
+    def burstable(self) -> bool:
+        """`ml.t*` instances: CPU credits, and Application Auto Scaling refuses them for endpoints."""
+        return self.family.startswith("t")
+
+
+@cache
+def realtime_instance_types() -> frozenset[str]:
+    """Every instance type SageMaker accepts for a production variant, from the pinned botocore model."""
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return frozenset(model.shape_for("ProductionVariantInstanceType").enum)
+
+
+@cache
+def inference_ami_versions() -> frozenset[str]:
+    """Every `InferenceAmiVersion` SageMaker knows, from the pinned botocore model."""
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return frozenset(model.shape_for("ProductionVariantInferenceAmiVersion").enum)
+
+
+def describe_instance(instance_type: str) -> InstanceFacts:
+    """Facts about an instance type, or InstanceTypeError saying why it cannot serve this app."""
+    match = _FAMILY.match(instance_type)
+    if match is None or instance_type not in realtime_instance_types():
+        raise InstanceTypeError(
+            f"{instance_type!r} is not an instance type SageMaker real-time endpoints offer "
+            "(expected e.g. ml.m5.large, ml.c7i.xlarge or ml.g5.xlarge)"
+        )
+    family = match["family"]
+    if family in CPU_FAMILIES:
+        return InstanceFacts(instance_type, family, "cpu")
+    if family in GPU_FAMILIES:
+        return InstanceFacts(instance_type, family, "gpu")
+    if family in REFUSED_FAMILIES:
+        reason = REFUSED_FAMILIES[family]
+    elif _GRAVITON.match(family):
+        reason = "it is an arm64 (Graviton) instance; the DLC images this app deploys are x86-64"
+    elif _NEURON.match(family):
+        reason = "it has Inferentia/Trainium accelerators, which llama.cpp does not use"
+    else:
+        reason = "this app does not know which DLC variant it would need"
+    raise InstanceTypeError(f"instance family {family!r} of {instance_type} is not supported: {reason}")

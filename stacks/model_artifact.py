@@ -1,0 +1,65 @@
+"""The model.tar.gz both endpoints load: a CDK file asset, or an existing pinned S3 object.
+
+The asset's hash is the model digest computed (once) by `artifact_source`, so CDK neither re-reads a
+multi-GB tarball on every synth nor re-uploads an unchanged model. The bootstrap assets bucket already
+enforces encryption and TLS. For an existing object pinned by version, a check runs before the models are
+created, because SageMaker itself always loads the current version.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import AssetHashType, CustomResource, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import custom_resources as cr
+from constructs import Construct, IDependable
+
+from .artifact_source import Artifact, LocalArtifact, RemoteArtifact
+from .handler_function import HandlerFunction
+from .nag import accept_redundant_depends_on, acknowledge_provider
+
+
+class ModelArtifact(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, artifact: Artifact,
+                 log_retention: logs.RetentionDays) -> None:
+        super().__init__(scope, construct_id)
+        self.artifact = artifact
+        self.ready: list[IDependable] = []  # what a model must wait for before it may load the object
+        self.kms_key_arn: str | None = None
+        if isinstance(artifact, LocalArtifact):
+            asset = s3_assets.Asset(self, "Tarball", path=str(artifact.tarball), asset_hash=artifact.asset_hash,
+                                    asset_hash_type=AssetHashType.CUSTOM)
+            self.bucket_name, self.object_key = asset.s3_bucket_name, asset.s3_object_key
+            self.s3_url = asset.s3_object_url
+        else:
+            self.bucket_name, self.object_key = artifact.bucket, artifact.key
+            self.s3_url = f"s3://{artifact.bucket}/{artifact.key}"
+            self.kms_key_arn = artifact.kms_key_arn
+            if artifact.version_id is not None:
+                self.ready.append(self._pin_check(artifact, log_retention))
+        self.object_arn = Stack.of(self).format_arn(
+            service="s3", region="", account="", resource=self.bucket_name, resource_name=self.object_key)
+
+    def read_statements(self) -> list[iam.PolicyStatement]:
+        """Read access to exactly this one object (and its key, when it is KMS-encrypted)."""
+        statements = [iam.PolicyStatement(sid="ReadModelArtifact", actions=["s3:GetObject"],
+                                          resources=[self.object_arn])]
+        if self.kms_key_arn:
+            statements.append(iam.PolicyStatement(sid="DecryptModelArtifact", actions=["kms:Decrypt"],
+                                                  resources=[self.kms_key_arn]))
+        return statements
+
+    def _pin_check(self, artifact: RemoteArtifact, log_retention: logs.RetentionDays) -> CustomResource:
+        handler = HandlerFunction(
+            self, "PinCheckHandler", handler="artifact_pin.on_event",
+            description="model artifact version-pin check",
+            statements=[iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.object_arn])],
+            log_retention=log_retention)
+        provider = cr.Provider(self, "PinCheckProvider", on_event_handler=handler.function,
+                               log_group=logs.LogGroup(self, "PinCheckProviderLogs", retention=log_retention))
+        acknowledge_provider(provider, [handler.function])
+        accept_redundant_depends_on(self)
+        return CustomResource(
+            self, "PinCheck", service_token=provider.service_token, resource_type="Custom::ModelArtifactPin",
+            properties={"Bucket": artifact.bucket, "Key": artifact.key, "VersionId": artifact.version_id})
