@@ -108,14 +108,17 @@ def _check_text(value: Any, path: str, depth: int = 0) -> None:
         raise RequestError("invalid_json", "numbers must be finite", path or None)
 
 
-def _field_path(location: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in location:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part not in ("str", "dict[str,any]", "list[any]", "function-after[_state_not_empty(), "
-                          "union[constrained-str,dict[str,any],list[any]]]"):
-            path += f".{part}" if path else str(part)
+def _field_path(document: Any, error: Any) -> str:
+    """The user's own path to the offending value (pydantic adds union tags the caller never wrote)."""
+    node, path = document, ""
+    location = tuple(error["loc"])
+    for index, part in enumerate(location):
+        if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
+            path, node = f"{path}[{part}]", node[part]
+        elif isinstance(part, str) and isinstance(node, dict) and part in node:
+            path, node = f"{path}.{part}" if path else part, node[part]
+        elif error["type"] == "missing" and index == len(location) - 1:
+            path = f"{path}.{part}" if path else str(part)
     return path
 
 
@@ -136,5 +139,5 @@ def parse_request(body: bytes) -> DecisionRequest:
         return DecisionRequest.model_validate(document)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
-        field = _field_path(tuple(first["loc"]))
+        field = _field_path(document, first)
         raise RequestError("invalid_request", f"{field or 'body'}: {first['msg']}", field or None) from None

@@ -8,6 +8,7 @@ two arrays in a response never disagree. Arithmetic is float64 throughout.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,8 +25,9 @@ class Scores:
 
 
 def softmax(values: np.ndarray) -> np.ndarray:
+    """Exactly rounded normaliser (fsum): the same options in another order give the same bits."""
     shifted = np.exp(values - values.max())
-    return shifted / shifted.sum()
+    return shifted / math.fsum(shifted.tolist())
 
 
 def score_options(plan: PromptPlan, branches: tuple[BranchLogits, ...], temperature: float) -> Scores:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import time
 from concurrent.futures import Future
@@ -88,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             server.should_exit = True  # /ping stays 503 until the process is gone
 
     LOG.info("starting", extra={"fields": {"model_path": str(model_path), "port": settings.port}})
+    # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handlers it found: make those
+    # no-ops, so the process goes on to free the model and exit 0 instead of dying by the signal.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: None)
     service.load().add_done_callback(loaded)
     try:
         server.run()

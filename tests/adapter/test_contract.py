@@ -1,0 +1,153 @@
+"""The SageMaker container contract, on real processes: ping states, serve arg, port, faults, SIGTERM."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+
+from semif_adapter.embedded_model import embedded_model_path
+
+
+def test_ping_is_503_until_warm_then_200_with_empty_body(start_adapter, make_decision):
+    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
+    seen_not_ready = seen_refused_invocation = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            invocation = httpx.post(process.url + "/invocations", json=make_decision(), timeout=30)
+            ping = httpx.get(process.url + "/ping", timeout=2)
+        except httpx.TransportError:
+            time.sleep(0.005)
+            continue
+        if ping.status_code == 200:
+            assert ping.content == b""
+            break
+        assert ping.status_code == 503 and ping.json()["error"]["code"] == "not_ready"
+        assert ping.headers["retry-after"] == "5"
+        seen_not_ready = True
+        # ping was still 503 after the invocation, so the invocation came before readiness
+        assert invocation.status_code == 503 and invocation.json()["error"]["code"] == "not_ready"
+        seen_refused_invocation = True
+    else:
+        pytest.fail("adapter never became ready")
+    assert seen_not_ready and seen_refused_invocation, "the loading window was never observed"
+    ready_line = next(json.loads(line) for line in process.logs().splitlines() if '"event": "ready"' in line)
+    assert ready_line["warmup_prompt_tokens"] > 0  # /ping said 200 only after a warm-up decision
+
+
+def test_model_dir_discovery_port_variable_and_cli_flags(start_adapter, tmp_path):
+    model_dir = tmp_path / "model" / "sub"
+    model_dir.mkdir(parents=True)
+    (model_dir / "smol.gguf").symlink_to(embedded_model_path())
+    process = start_adapter({"SM_MODEL_DIR": str(tmp_path / "model")})
+    process.wait_ready()  # SAGEMAKER_BIND_TO_PORT chose the port this URL uses
+    assert "smol.gguf" in process.logs()
+    overridden = start_adapter({"SM_MODEL_DIR": "/nonexistent"}, ("serve", "--model", str(embedded_model_path())))
+    overridden.wait_ready()
+
+
+def test_unknown_command_is_refused(start_adapter):
+    process = start_adapter({}, ("train",))
+    assert process.wait_exit(30) == 2
+
+
+def startup_failure(start_adapter, env: dict[str, str]) -> str:
+    process = start_adapter(env)
+    pings_ok = 0
+    deadline = time.monotonic() + 60
+    while process.proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            pings_ok += httpx.get(process.url + "/ping", timeout=2).status_code == 200
+        time.sleep(0.02)
+    assert process.wait_exit(30) == 1
+    assert pings_ok == 0, "/ping said healthy for a model that cannot serve"
+    failures = [line for line in process.logs().splitlines() if "startup failed" in line]
+    assert len(failures) == 1
+    return json.loads(failures[0])["event"]
+
+
+def test_startup_fails_clearly_without_a_model(start_adapter, tmp_path):
+    assert "no model .gguf file" in startup_failure(start_adapter, {"SM_MODEL_DIR": str(tmp_path)})
+
+
+def test_startup_fails_clearly_with_two_models(start_adapter, tmp_path):
+    for name in ("a.gguf", "b.gguf"):
+        (tmp_path / name).symlink_to(embedded_model_path())
+    assert "2 models found" in startup_failure(start_adapter, {"SM_MODEL_DIR": str(tmp_path)})
+
+
+def test_startup_fails_clearly_with_wrong_magic(start_adapter, tmp_path):
+    (tmp_path / "model.gguf").write_bytes(b"\x00" * 1024)
+    assert "GGUF magic" in startup_failure(start_adapter, {"SM_MODEL_DIR": str(tmp_path)})
+
+
+def test_startup_fails_clearly_with_a_truncated_model(start_adapter, tmp_path):
+    truncated = tmp_path / "model.gguf"
+    with embedded_model_path().open("rb") as source:
+        truncated.write_bytes(source.read(4 * 1024 * 1024))  # header intact, tensor data cut off
+    message = startup_failure(start_adapter, {"SM_MODEL_DIR": str(tmp_path)})
+    assert "could not load the model" in message
+
+
+def test_startup_fails_clearly_with_an_unreadable_model(start_adapter, tmp_path):
+    missing = tmp_path / "gone.gguf"
+    assert "does not exist" in startup_failure(start_adapter, {"SM_LLAMA_CPP_MODEL": str(missing)})
+
+
+def test_bad_setting_is_named_at_startup(start_adapter):
+    env = {"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_QUEUE_SIZE": "lots"}
+    assert "SEMIF_QUEUE_SIZE" in startup_failure(start_adapter, env)
+
+
+def test_custom_attributes_are_echoed(client, make_decision):
+    response = client.post("/invocations", json=make_decision(),
+                           headers={"X-Amzn-SageMaker-Custom-Attributes": "trace_id=abc-123"})
+    assert response.status_code == 200
+    assert response.headers["x-amzn-sagemaker-custom-attributes"] == "trace_id=abc-123"
+    assert "x-amzn-sagemaker-custom-attributes" not in client.post("/invocations", json=make_decision()).headers
+
+
+def test_one_json_log_line_per_request_without_the_body(adapter, client, make_decision):
+    response = client.post("/invocations", json=make_decision(state="secret evidence 0451"))
+    request_id = response.headers["x-request-id"]
+    lines = [json.loads(line) for line in adapter.logs().splitlines() if request_id in line]
+    assert len(lines) == 1
+    assert lines[0]["status"] == 200 and lines[0]["prompt_tokens"] > 0 and lines[0]["ms"] > 0
+    assert "secret evidence 0451" not in adapter.logs()
+
+
+def test_sigterm_drains_admitted_requests_then_exits(start_adapter, make_decision):
+    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
+    process.wait_ready()
+    results: list[int] = []
+
+    def call(index: int) -> None:
+        body = make_decision(state=f"Long evidence {index}: " + "the shipment was delayed again. " * 60)
+        results.append(httpx.post(process.url + "/invocations", json=body, timeout=60).status_code)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.3)  # all three admitted; the first one is decoding
+    started = time.monotonic()
+    process.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    with pytest.raises(httpx.TransportError):
+        httpx.get(process.url + "/ping", timeout=2)  # new connections are refused while draining
+    for thread in threads:
+        thread.join(60)
+    assert process.wait_exit(30) == 0
+    assert time.monotonic() - started < 30
+    assert results == [200, 200, 200]
+
+
+def test_stays_up_after_every_error(client, make_decision):
+    assert client.post("/invocations", content=b"{", headers={"content-type": "application/json"}).status_code == 400
+    assert client.post("/invocations", json=make_decision()).status_code == 200
+
