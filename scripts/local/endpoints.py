@@ -25,8 +25,16 @@ REPO = Path(__file__).resolve().parents[2]
 DECISION_SERVE = REPO / "container" / "serve"
 DEFAULT_PREFIX = "local"
 STARTUP_TIMEOUT_S = 180.0  # model load is about a second for the embedded model; big models need more
-# Small and explicit for a 2-core laptop; the DLC itself has no defaults.
-LOCAL_DEFAULTS = {f"{PREFIX}CTX_SIZE": "2048", f"{PREFIX}PARALLEL": "1"}
+
+
+def local_defaults() -> dict[str, str]:
+    """Small, explicit settings for one machine running both containers (the DLC itself has no defaults).
+
+    Each container gets half the CPUs: llama.cpp's worker threads spin while they wait for each other,
+    so two servers that each take every core slow each other down badly when both are busy.
+    """
+    threads = max(1, len(os.sched_getaffinity(0)) // 2)
+    return {f"{PREFIX}CTX_SIZE": "2048", f"{PREFIX}PARALLEL": "1", f"{PREFIX}THREADS": str(threads)}
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ def endpoint_names(prefix: str) -> dict[str, str]:
 def container_env(base: Mapping[str, str], model: Path) -> dict[str, str]:
     """The environment both containers get: the caller's, local defaults, the model, the venv on PATH."""
     env = dict(base)
-    for key, value in LOCAL_DEFAULTS.items():
+    for key, value in local_defaults().items():
         env.setdefault(key, value)
     env[f"{PREFIX}MODEL"] = str(model)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])

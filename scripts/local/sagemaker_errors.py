@@ -30,9 +30,14 @@ def request_id() -> str:
     return str(uuid.uuid4())
 
 
-def error_response(code: str, message: str, **members: Any) -> Response:
-    """A rest-json error that botocore maps to `client.exceptions.<code>`."""
-    body = {"Message": message, **{k: v for k, v in members.items() if v is not None}}
+def error_response(code: str, message: str, error_code: str | None = None, **members: Any) -> Response:
+    """A rest-json error that botocore maps to `client.exceptions.<code>`.
+
+    The code travels in `x-amzn-ErrorType` (what botocore reads) and, for any other client, in the
+    body's `ErrorCode` as well.
+    """
+    body = {"ErrorCode": error_code or code, "Message": message,
+            **{k: v for k, v in members.items() if v is not None}}
     return Response(
         json.dumps(body), status_code=STATUS[code], media_type="application/json",
         headers={"x-amzn-ErrorType": code, "x-amzn-RequestId": request_id()},
@@ -51,9 +56,7 @@ def model_error(endpoint: str, status: int | None, original: str) -> Response:
     """The container answered with an error (or not at all): SageMaker's 424 ModelError."""
     kind = "client" if status is not None and 400 <= status < 500 else "server"
     shown = status if status is not None else 0
-    return error_response(
-        "ModelError",
-        f"Received {kind} error ({shown}) from primary with message \"{original}\". "
-        f"See the local endpoints' log of {endpoint} for more information.",
-        OriginalStatusCode=status, OriginalMessage=original, LogStreamArn=log_stream_arn(endpoint),
-    )
+    message = (f"Received {kind} error ({shown}) from primary with message \"{original}\". "
+               f"See the local endpoints' log of {endpoint} for more information.")
+    return error_response("ModelError", message, error_code=f"{kind.upper()}_ERROR_FROM_MODEL",
+                          OriginalStatusCode=status, OriginalMessage=original, LogStreamArn=log_stream_arn(endpoint))

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scripts.local.chat_container import dlc_model_path, llama_server_argv
+from scripts.local.chat_container import dlc_model_path, layout_warning, llama_server_argv
 from scripts.local.processes import LOOPBACK, descendants, free_port, pid_alive, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +41,14 @@ def test_first_top_level_gguf_then_one_level_down(tmp_path: Path) -> None:
     assert dlc_model_path({"SM_LLAMA_CPP_MODEL_DIR": str(tmp_path / "sub")}) == nested
 
 
+def test_ambiguous_model_dir_is_warned_about(tmp_path: Path) -> None:
+    touch(tmp_path / "a.gguf")
+    touch(tmp_path / "b.gguf")
+    warning = layout_warning({"SM_LLAMA_CPP_MODEL_DIR": str(tmp_path)})
+    assert warning is not None and "2 models" in warning
+    assert layout_warning({"SM_LLAMA_CPP_MODEL": str(tmp_path / "a.gguf")}) is None
+
+
 def test_llama_server_command_line_is_the_dlcs() -> None:
     env = {"SM_LLAMA_CPP_MODEL": "/m/x.gguf", "SM_LLAMA_CPP_CTX_SIZE": "512", "SM_LLAMA_CPP_JINJA": "true",
            "SM_LLAMA_CPP_NO_WEBUI": "false", "SM_LLAMA_CPP_PORT": "9000", "OTHER": "x"}
@@ -65,7 +73,8 @@ def test_real_container_from_a_model_dir(tmp_path: Path, model_path: Path) -> No
     (model_dir / "nested" / "model.gguf").symlink_to(model_path)
     port = free_port()
     env = {"SM_LLAMA_CPP_MODEL_DIR": str(model_dir), "SM_LLAMA_CPP_CTX_SIZE": "512",
-           "SM_LLAMA_CPP_PARALLEL": "1", "SM_LLAMA_CPP_NO_WEBUI": "true", "SM_LLAMA_CPP_VERBOSE": "false"}
+           "SM_LLAMA_CPP_PARALLEL": "1", "SM_LLAMA_CPP_THREADS": "1", "SM_LLAMA_CPP_NO_WEBUI": "true",
+           "SM_LLAMA_CPP_VERBOSE": "false"}
     process = run_container(env, port, tmp_path / "chat.log")
     url = f"http://{LOOPBACK}:{port}"
     try:

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from botocore.exceptions import EventStreamError
 from starlette.applications import Starlette
@@ -159,13 +160,16 @@ def test_unreachable_container_is_service_unavailable_and_botocore_retries_it(
     assert "not accepting connections" in raised.value.response["Error"]["Message"]
 
 
-def test_unknown_operation_is_a_json_error(gateway: str) -> None:
-    import httpx
-
-    response = httpx.get(f"{gateway}/endpoints")
-    assert response.status_code == 404
-    assert response.headers["x-amzn-errortype"] == "UnknownOperationException"
-    assert "InvokeEndpoint" in response.json()["Message"]
+def test_errors_carry_their_code_in_the_json_body_too(gateway: str, container: tuple[ScriptedContainer, str]) -> None:
+    unknown = httpx.get(f"{gateway}/endpoints")
+    assert unknown.status_code == 404
+    assert unknown.headers["x-amzn-errortype"] == unknown.json()["ErrorCode"] == "UnknownOperationException"
+    assert "InvokeEndpoint" in unknown.json()["Message"]
+    missing = httpx.post(f"{gateway}/endpoints/nope/invocations", content=b"{}")
+    assert missing.json()["ErrorCode"] == "ValidationError" and "nope" in missing.json()["Message"]
+    container[0].script.append((500, {"error": "boom"}))
+    failed = httpx.post(f"{gateway}/endpoints/stub/invocations", content=b"{}")
+    assert failed.status_code == 424 and failed.json()["ErrorCode"] == "SERVER_ERROR_FROM_MODEL"
 
 
 def test_decision_client_retries_a_busy_container_with_botocore(
