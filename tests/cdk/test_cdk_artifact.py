@@ -1,0 +1,137 @@
+"""Model artifact preparation: packaged once, cached by (path, size, mtime), refused with the key named."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from stacks import artifact_source
+from stacks.artifact_source import ArtifactCache, LocalArtifact, RemoteArtifact, container_model_path, prepare_artifact
+from stacks.config import ConfigError, EmbeddedModel, GgufModel, S3Model, TarballModel
+
+SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+KEY = "environments.dev.model"
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Records every real packaging run (each one hashes the whole model)."""
+    calls: list[Path] = []
+    real = artifact_source.build_tarball
+
+    def counting(model: Path, output: Path, **kwargs: object):  # type: ignore[no-untyped-def]
+        calls.append(model)
+        return real(model, output, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(artifact_source, "build_tarball", counting)
+    return calls
+
+
+def test_a_gguf_is_packaged_once_and_then_served_from_the_cache(
+        tmp_path: Path, make_gguf: Callable[[str], Path], builds: list[Path]) -> None:
+    model = make_gguf("models/tiny.gguf")
+    cache = ArtifactCache(tmp_path / "cache")
+    first = prepare_artifact(GgufModel(source="gguf", path="models/tiny.gguf"), key=KEY, base_dir=tmp_path,
+                             cache=cache)
+    assert isinstance(first, LocalArtifact)
+    assert first.model_sha256 == hashlib.sha256(model.read_bytes()).hexdigest()
+    assert first.asset_hash == f"semif-model-tar-v1:{first.model_sha256}"
+    assert first.tarball.is_file() and first.tarball.stat().st_size == first.tarball_bytes
+    assert str(first.model_file) == "tiny.gguf" and container_model_path(first) == "/opt/ml/model/tiny.gguf"
+    with tarfile.open(first.tarball) as tar:
+        assert tar.getnames() == ["tiny.gguf"]
+
+    second = cache.packaged(model)
+    assert second == first
+    assert len(builds) == 1, "an unchanged model must not be hashed or packaged again"
+
+    os.utime(model, ns=(model.stat().st_atime_ns, model.stat().st_mtime_ns + 1_000_000))
+    third = cache.packaged(model)
+    assert len(builds) == 2, "a touched model is re-hashed"
+    assert third.asset_hash == first.asset_hash, "same bytes, same asset: nothing to upload again"
+
+
+def test_a_deleted_cached_tarball_is_rebuilt(tmp_path: Path, make_gguf: Callable[[str], Path],
+                                             builds: list[Path]) -> None:
+    model = make_gguf("tiny.gguf")
+    cache = ArtifactCache(tmp_path / "cache")
+    first = cache.packaged(model)
+    first.tarball.unlink()
+    again = cache.packaged(model)
+    assert again.tarball.is_file() and len(builds) == 2
+
+
+def test_a_prepared_tarball_is_checked_and_its_model_path_found(
+        tmp_path: Path, make_gguf: Callable[[str], Path]) -> None:
+    model = make_gguf("src/weights.gguf")
+    tarball = tmp_path / "model.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(model, arcname="llm/weights.gguf")
+    artifact = prepare_artifact(TarballModel(source="tarball", path=str(tarball)), key=KEY, base_dir=tmp_path,
+                                cache=ArtifactCache(tmp_path / "cache"))
+    assert isinstance(artifact, LocalArtifact)
+    assert container_model_path(artifact) == "/opt/ml/model/llm/weights.gguf"
+    assert artifact.tarball == tarball.resolve()
+    assert artifact.asset_hash == f"tarball:{hashlib.sha256(tarball.read_bytes()).hexdigest()}"
+
+
+def test_a_tarball_breaking_the_packaging_rules_fails_with_the_key(
+        tmp_path: Path, make_gguf: Callable[[str], Path]) -> None:
+    one, two = make_gguf("a.gguf"), make_gguf("b.gguf")
+    tarball = tmp_path / "two-models.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(one, arcname="a.gguf")
+        tar.add(two, arcname="b.gguf")
+    with pytest.raises(ConfigError) as caught:
+        prepare_artifact(TarballModel(source="tarball", path=str(tarball)), key=KEY, base_dir=tmp_path,
+                         cache=ArtifactCache(tmp_path / "cache"))
+    ((where, message),) = caught.value.problems
+    assert where == "environments.dev.model.path"
+    assert "2 models found" in message and "two-models.tar.gz" in message
+
+
+def test_a_tarball_with_a_link_is_refused(tmp_path: Path) -> None:
+    tarball = tmp_path / "link.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        info = tarfile.TarInfo("model.gguf")
+        info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(ConfigError, match="is a link"):
+        prepare_artifact(TarballModel(source="tarball", path=str(tarball)), key=KEY, base_dir=tmp_path,
+                         cache=ArtifactCache(tmp_path / "cache"))
+
+
+def test_a_missing_or_non_gguf_model_fails_with_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        prepare_artifact(GgufModel(source="gguf", path="nope.gguf"), key=KEY, base_dir=tmp_path,
+                         cache=ArtifactCache(tmp_path / "cache"))
+    assert caught.value.keys == ["environments.dev.model.path"]
+    (tmp_path / "fake.gguf").write_bytes(b"not a gguf at all")
+    with pytest.raises(ConfigError, match="GGUF"):
+        prepare_artifact(GgufModel(source="gguf", path="fake.gguf"), key=KEY, base_dir=tmp_path,
+                         cache=ArtifactCache(tmp_path / "cache"))
+    assert not list((tmp_path / "cache").glob(".build-*")), "a failed build leaves no staging directory"
+
+
+def test_the_embedded_model_is_the_default_artifact(tmp_path: Path) -> None:
+    artifact = prepare_artifact(EmbeddedModel(source="embedded"), key=KEY, base_dir=tmp_path,
+                                cache=ArtifactCache(Path(__file__).resolve().parents[2] / ".cache" / "model-artifacts"))
+    assert isinstance(artifact, LocalArtifact)
+    assert str(artifact.model_file) == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert artifact.model_bytes > 90_000_000
+
+
+def test_an_s3_source_is_used_as_given(tmp_path: Path) -> None:
+    source = S3Model(source="s3", uri=f"s3://models-bucket/{SHA}/model.tar.gz", sha256=SHA, model_file="m/q4.gguf",
+                     model_bytes=4_000_000_000)
+    artifact = prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=ArtifactCache(tmp_path / "cache"))
+    assert isinstance(artifact, RemoteArtifact)
+    assert (artifact.bucket, artifact.key) == ("models-bucket", f"{SHA}/model.tar.gz")
+    assert container_model_path(artifact) == "/opt/ml/model/m/q4.gguf"
+    assert not (tmp_path / "cache").exists(), "nothing is downloaded or packaged for an S3 source"
