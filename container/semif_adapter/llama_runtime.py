@@ -49,15 +49,20 @@ def _forward_native_log(level: int, text: bytes, _user_data: ctypes.c_void_p) ->
 
 
 def _load_backends() -> None:
-    """Register ggml's compute backends once (the DLC builds them as loadable modules)."""
+    """Register ggml's compute backends once.
+
+    A build with GGML_BACKEND_DL keeps its CPU variants and CUDA as loadable modules beside
+    libllama; ggml only searches the executable's directory (python's) unless told where.
+    """
     global _backends_loaded  # noqa: PLW0603 - process-wide, like llama.cpp's own registry
     if _backends_loaded:
         return
     llama_cpp.llama_log_set(_forward_native_log, ctypes.c_void_p())
     llama_cpp.llama_backend_init()
-    ggml = ctypes.CDLL(str(Path(llama_cpp.llama_cpp._base_path) / "libggml.so"))
-    if hasattr(ggml, "ggml_backend_load_all"):
-        ggml.ggml_backend_load_all()
+    library_dir = Path(llama_cpp.llama_cpp._base_path)
+    if any(library_dir.glob("libggml-cpu-*.so")) or any(library_dir.glob("libggml-cuda*.so")):
+        ggml = ctypes.CDLL(str(library_dir / "libggml.so"))
+        ggml.ggml_backend_load_all_from_path(str(library_dir).encode())
     _backends_loaded = True
 
 
