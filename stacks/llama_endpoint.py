@@ -27,7 +27,7 @@ from constructs import Construct
 from .config import Endpoint, Vpc
 from .instances import describe_instance
 from .model_artifact import ModelArtifact
-from .nag import acknowledge
+from .nag import acknowledge, logical_id
 from .timeouts import StartupTimeouts
 
 VARIANT_NAME = "AllTraffic"
@@ -185,6 +185,10 @@ class LlamaEndpoint(Construct):
                            + ("; the ec2 network-interface actions SageMaker needs in VPC mode act on interfaces "
                               "it creates, whose ids are not known in advance" if self.props.vpc else ""),
         }
+        if self.props.capture_bucket is not None and self.props.settings.data_capture is not None:
+            bucket = logical_id(self.props.capture_bucket)
+            reasons[f"Resource::<{bucket}.Arn>/{self.endpoint_name}/*"] = (
+                "SageMaker writes capture files with generated names under this endpoint's own prefix")
         acknowledge(self.policy, {f"AwsSolutions-IAM5[{finding}]": reason for finding, reason in reasons.items()})
 
     def _data_capture(self) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None:

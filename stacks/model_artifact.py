@@ -36,10 +36,10 @@ class ModelArtifact(Construct):
             self.bucket_name, self.object_key = artifact.bucket, artifact.key
             self.s3_url = f"s3://{artifact.bucket}/{artifact.key}"
             self.kms_key_arn = artifact.kms_key_arn
-            if artifact.version_id is not None:
-                self.ready.append(self._pin_check(artifact, log_retention))
         self.object_arn = Stack.of(self).format_arn(
             service="s3", region="", account="", resource=self.bucket_name, resource_name=self.object_key)
+        if isinstance(artifact, RemoteArtifact) and artifact.version_id is not None:
+            self.ready.append(self._pin_check(artifact, log_retention))
 
     def read_statements(self) -> list[iam.PolicyStatement]:
         """Read access to exactly this one object (and its key, when it is KMS-encrypted)."""

@@ -50,6 +50,7 @@ def context_for(env_name: str, changes: dict[str, Any] | None = None) -> dict[st
     context = copy.deepcopy(CDK_CONTEXT)
     context["semif"]["environments"][env_name] = environment(env_name, changes)
     context["env"] = env_name
+    context["aws:cdk:enable-path-metadata"] = True  # the CLI sets it; tests find resources by path
     return context
 
 

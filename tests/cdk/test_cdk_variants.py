@@ -1,0 +1,98 @@
+"""Optional features, synthesized together once: pinned S3 model, VPC with endpoints, data capture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdk_support import Synth, synth
+
+from stacks.timeouts import derive_timeouts
+
+KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/0b1c2d3e-0000-4000-8000-0123456789ab"
+SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
+GROUPS = ["sg-0123456789abcdef0"]
+CHANGES: dict[str, Any] = {
+    "model": {"source": "s3", "uri": "s3://models-bucket/llm/model.tar.gz", "version_id": "v2",
+              "model_file": "llm/q4.gguf", "model_bytes": 4_000_000_000, "kms_key_arn": KEY_ARN},
+    "vpc": {"subnet_ids": SUBNETS, "security_group_ids": GROUPS,
+            "vpc_endpoints": {"vpc_id": "vpc-0123456789abcdef0", "route_table_ids": ["rtb-0123456789abcdef0"]}},
+    "chat": {"data_capture": {"sampling_percentage": 20, "capture_output": False}},
+}
+
+
+@pytest.fixture(scope="module")
+def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    # Runs cdk-nag like every synth here: the optional resources must be clean too.
+    return Synth(*synth("dev", tmp_path_factory.mktemp("cdk-variant"), CHANGES))
+
+
+def test_an_existing_pinned_object_is_loaded_and_only_that_object_is_readable(variant: Synth) -> None:
+    for kind in ("Chat", "Decision"):
+        _, model = variant.one("AWS::SageMaker::Model", f"/{kind}/Model")
+        container = model["Properties"]["PrimaryContainer"]
+        assert container["ModelDataUrl"] == "s3://models-bucket/llm/model.tar.gz"
+        assert container["Environment"]["SM_LLAMA_CPP_MODEL"] == "/opt/ml/model/llm/q4.gguf"
+        _, policy = variant.one("AWS::IAM::Policy", f"/{kind}/ExecutionPolicy")
+        found = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+        assert found["ReadModelArtifact"]["Resource"] == "arn:aws:s3:::models-bucket/llm/model.tar.gz"
+        assert found["DecryptModelArtifact"] == {"Sid": "DecryptModelArtifact", "Action": "kms:Decrypt",
+                                                 "Effect": "Allow", "Resource": KEY_ARN}
+    # Nothing is packaged or uploaded for an existing object.
+    assert not list(Path(variant.app.outdir).glob("asset.*.tar.gz"))
+
+
+def test_the_version_pin_is_checked_before_the_models_exist(variant: Synth) -> None:
+    pin_id, pin = variant.one("Custom::ModelArtifactPin", "/ModelArtifact/PinCheck")
+    assert {k: pin["Properties"][k] for k in ("Bucket", "Key", "VersionId")} == {
+        "Bucket": "models-bucket", "Key": "llm/model.tar.gz", "VersionId": "v2"}
+    for kind in ("Chat", "Decision"):
+        _, model = variant.one("AWS::SageMaker::Model", f"/{kind}/Model")
+        assert pin_id in model["DependsOn"]
+
+
+def test_unknown_model_size_still_gets_size_derived_timeouts(variant: Synth) -> None:
+    expected = derive_timeouts(4_000_000_000)
+    _, config = variant.one("AWS::SageMaker::EndpointConfig", "/Chat/Config")
+    variant_props = config["Properties"]["ProductionVariants"][0]
+    assert variant_props["ContainerStartupHealthCheckTimeoutInSeconds"] == expected.container_startup_health_check_s
+
+
+def test_vpc_mode_places_both_models_in_the_subnets_with_private_service_endpoints(variant: Synth) -> None:
+    for kind in ("Chat", "Decision"):
+        _, model = variant.one("AWS::SageMaker::Model", f"/{kind}/Model")
+        assert model["Properties"]["VpcConfig"] == {"Subnets": SUBNETS, "SecurityGroupIds": GROUPS}
+        assert model["Properties"]["EnableNetworkIsolation"] is True
+    endpoints = {e["Properties"]["ServiceName"]: e["Properties"] for e in
+                 variant.resources("AWS::EC2::VPCEndpoint").values()}
+    assert set(endpoints) == {f"com.amazonaws.us-east-1.{s}" for s in ("s3", "ecr.api", "ecr.dkr", "logs")}
+    assert endpoints["com.amazonaws.us-east-1.s3"]["VpcEndpointType"] == "Gateway"
+    assert endpoints["com.amazonaws.us-east-1.ecr.dkr"]["SubnetIds"] == SUBNETS
+
+
+def test_data_capture_writes_encrypted_to_a_locked_down_bucket(variant: Synth) -> None:
+    key_id, _ = variant.one("AWS::KMS::Key", "/Key")
+    bucket_id, bucket = variant.one("AWS::S3::Bucket", "/DataCapture/Bucket")
+    props = bucket["Properties"]
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "aws:kms", "KMSMasterKeyID": {"Fn::GetAtt": [key_id, "Arn"]}}
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    assert "DestinationBucketName" in props["LoggingConfiguration"]
+    _, policy = variant.one("AWS::S3::BucketPolicy", "/DataCapture/Bucket/Policy")
+    deny = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert deny and deny[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+    _, chat = variant.one("AWS::SageMaker::EndpointConfig", "/Chat/Config")
+    capture = chat["Properties"]["DataCaptureConfig"]
+    assert capture["EnableCapture"] is True and capture["InitialSamplingPercentage"] == 20
+    assert capture["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert capture["CaptureOptions"] == [{"CaptureMode": "Input"}]
+    assert bucket_id in json.dumps(capture["DestinationS3Uri"])
+    _, decision = variant.one("AWS::SageMaker::EndpointConfig", "/Decision/Config")
+    assert "DataCaptureConfig" not in decision["Properties"], "capture is per endpoint, off unless asked"
+    _, chat_policy = variant.one("AWS::IAM::Policy", "/Chat/ExecutionPolicy")
+    sids = {s["Sid"] for s in chat_policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert {"WriteDataCapture", "EncryptDataCapture", "VpcNetworkInterfaces"} <= sids
