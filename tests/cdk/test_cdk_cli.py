@@ -1,0 +1,77 @@
+"""The real CDK CLI, offline and without credentials, for both environments; then cfn-lint on the templates.
+
+This is the one place where aws-cdk-lib's built-in CloudFormation validation stays on (it catches bad instance
+types and counts against the resource schemas), exactly as `cdk synth` / `cdk deploy` run it for users.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stacks.build import REPO_ROOT
+
+CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
+ENVIRONMENTS = ("dev", "prod")
+SYNTH_TIMEOUT_S = 300
+
+
+def cli_environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "CDK_VALIDATION" and not k.startswith("AWS_")}
+    env.update(CDK_DISABLE_CLI_TELEMETRY="true", JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
+               AWS_EC2_METADATA_DISABLED="true",  # no credentials here: do not wait for instance metadata
+               AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+    return env
+
+
+def cdk_synth(env_name: str, outdir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CDK), "synth", "--no-notices", "--quiet", "-c", f"env={env_name}", "-o", str(outdir)],
+        cwd=REPO_ROOT, env=cli_environment(), capture_output=True, text=True, timeout=SYNTH_TIMEOUT_S,
+        check=False)
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    if not CDK.exists():
+        pytest.fail(f"{CDK} is missing: run `make bootstrap` (npm ci installs the pinned CDK CLI)")
+    found = {}
+    for env_name in ENVIRONMENTS:
+        outdir = tmp_path_factory.mktemp(f"cli-{env_name}")
+        started = time.monotonic()
+        result = cdk_synth(env_name, outdir)
+        elapsed = time.monotonic() - started
+        assert result.returncode == 0, f"cdk synth -c env={env_name} failed:\n{result.stderr[-4000:]}"
+        print(f"cdk synth -c env={env_name}: {elapsed:.1f} s -> {outdir}", file=sys.stderr)
+        found[env_name] = outdir / f"semif-{env_name}.template.json"
+    return found
+
+
+def test_cli_synthesizes_both_environments_offline(templates: dict[str, Path]) -> None:
+    for env_name, path in templates.items():
+        template = json.loads(path.read_text())
+        names = {r["Properties"]["EndpointName"] for r in template["Resources"].values()
+                 if r["Type"] == "AWS::SageMaker::Endpoint"}
+        assert names == {f"semif-{env_name}-chat", f"semif-{env_name}-decision"}
+        # The CLI's validation report (cdk-nag and CloudFormation schema checks) lists no violation.
+        report = json.loads((path.parent / "validation-report.json").read_text())
+        assert [v for plugin in report["pluginReports"] for v in plugin["violations"]] == []
+
+
+def test_cfn_lint_is_clean_on_both_templates(templates: dict[str, Path]) -> None:
+    result = subprocess.run([str(Path(sys.executable).parent / "cfn-lint"), *map(str, templates.values())],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, f"cfn-lint findings:\n{result.stdout}{result.stderr}"
+    assert result.stdout.strip() == ""
+
+
+def test_cli_refuses_an_unknown_environment_by_name(tmp_path: Path) -> None:
+    result = cdk_synth("staging", tmp_path)
+    assert result.returncode != 0
+    assert "env: unknown environment 'staging'; cdk.json defines ['dev', 'prod']" in result.stderr
