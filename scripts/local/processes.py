@@ -4,7 +4,8 @@ Every local server is a child started here: bound to loopback on a free port,
 its output in a log file, in its own session (so a terminal's Ctrl-C reaches
 the parent only, which then stops children in order), and with the kernel
 asked to SIGTERM it if the parent dies without cleaning up (PR_SET_PDEATHSIG),
-so even a SIGKILLed parent leaves no llama-server behind.
+so even a SIGKILLed parent leaves no llama-server behind. (The kernel ties that signal to the
+*thread* that forked, so children are started from the main thread, before any server thread runs.)
 """
 
 from __future__ import annotations
