@@ -33,7 +33,9 @@ INVOCATION_TIMEOUT_S = 60.0  # SageMaker's limit for a container's answer (and b
 PING_TIMEOUT_S = 2.0
 CONTAINER_TIMEOUT = httpx.Timeout(connect=5.0, read=INVOCATION_TIMEOUT_S, write=INVOCATION_TIMEOUT_S,
                                   pool=5.0)
+STREAM_LIMIT_S = 480.0  # a local bound on a whole streamed answer (each gap is bounded by the 60 s above)
 TIMED_OUT = "Your invocation timed out while waiting for a response from container primary."
+STREAM_TIMED_OUT = "Your model primary did not complete sending the inference response in the allotted time."
 EVENT_STREAM = "application/vnd.amazon.eventstream"
 INVOKE, INVOKE_STREAM = "InvokeEndpoint", "InvokeEndpointWithResponseStream"
 # Per operation: the request header carrying Accept, the response header carrying the content type.
@@ -140,13 +142,16 @@ class Gateway:
     async def _events(self, name: str, answer: httpx.Response, started: float) -> AsyncIterator[bytes]:
         """One PayloadPart per chunk as it arrives; a ModelStreamError event if the container fails."""
         outcome = "200"
+        deadline = started + STREAM_LIMIT_S
         try:
             async for chunk in answer.aiter_raw():
                 if chunk:
                     yield payload_part(chunk)
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(STREAM_TIMED_OUT)
         except httpx.TimeoutException:
             outcome = "ModelStreamError (ModelInvocationTimeExceeded)"
-            yield stream_exception("ModelStreamError", TIMED_OUT, "ModelInvocationTimeExceeded")
+            yield stream_exception("ModelStreamError", STREAM_TIMED_OUT, "ModelInvocationTimeExceeded")
         except httpx.TransportError as error:
             outcome = "ModelStreamError (StreamBroken)"
             yield stream_exception("ModelStreamError", f"The container closed the stream: {error}",

@@ -237,3 +237,21 @@ def test_stream_cut_by_the_container_ends_with_model_stream_error(threaded_serve
             next(events)
     thread.join(timeout=5)
     assert raised.value.response["Error"]["Code"] == "ModelStreamError"
+
+
+def test_a_stream_past_its_time_limit_ends_with_model_stream_error(
+        gateway: str, container: tuple[ScriptedContainer, str], runtime_for: Callable[..., Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripts.local import gateway as gateway_module
+
+    monkeypatch.setattr(gateway_module, "STREAM_LIMIT_S", 0.3)
+    container[0].script.append((200, [b"data: one\n\n", b"data: two\n\n", b"data: three\n\n"]))
+    response = runtime_for(gateway).invoke_endpoint_with_response_stream(
+        EndpointName="stub", Body=b"{}", ContentType="application/json")
+    received = []
+    with pytest.raises(EventStreamError) as raised:
+        for event in response["Body"]:
+            received.append(event["PayloadPart"]["Bytes"])
+    assert received == [b"data: one\n\n", b"data: two\n\n"]  # the part that crossed the limit still arrives
+    assert raised.value.response["Error"]["Code"] == "ModelStreamError"
+    assert "allotted time" in raised.value.response["Error"]["Message"]
