@@ -260,6 +260,18 @@ class ImageBuild(_Strict):
     compute_type: Literal["small", "medium", "large", "xlarge", "2xlarge"] = "large"
     # The custom resource waiting for the build has at most one hour in all (Provider framework limit).
     timeout_minutes: int = Field(40, ge=10, le=50)
+    # Extra `docker build --build-arg`s; None: the defaults for the accelerator (decision_image.py).
+    build_args: dict[str, str] | None = None
+
+    @field_validator("build_args")
+    @classmethod
+    def _build_args(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for key in value or {}:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise ValueError(f"{key!r} is not a Docker build-arg name")
+            if key == "BASE_IMAGE":
+                raise ValueError("BASE_IMAGE is set by the stack from dlc_image and accelerator")
+        return value
 
 
 class Environment(_Strict):

@@ -9,6 +9,7 @@ them changes, and never pushed twice under a tag (the repository's tags are immu
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -36,6 +37,13 @@ ASSET_EXCLUDES = [*(f"**/{name}" for name in sorted(EXCLUDED_DIRS)), "**/*.pyc",
 QUERY_INTERVAL = Duration.seconds(30)
 WAITER_MARGIN_MINUTES = 10  # queueing and provisioning of the build host, on top of the build timeout
 KEPT_IMAGES = 20
+# `docker build --build-arg`s per accelerator when the config gives none: the CUDA variant builds the
+# bindings' libllama with CUDA in a CUDA devel image (see the header of container/Dockerfile).
+DEFAULT_BUILD_ARGS: dict[str, dict[str, str]] = {
+    "cpu": {},
+    "gpu": {"BUILDER_IMAGE": "nvidia/cuda:13.0.2-devel-amzn2023",
+            "LLAMA_CMAKE_ARGS": "-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=75;80;86;89;90"},
+}
 COMPUTE_TYPES = {
     "small": codebuild.ComputeType.SMALL, "medium": codebuild.ComputeType.MEDIUM,
     "large": codebuild.ComputeType.LARGE, "xlarge": codebuild.ComputeType.X_LARGE,
@@ -63,9 +71,15 @@ def source_fingerprint(context_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def image_tag(source_digest: str, base_image: str, accelerator: Accelerator) -> str:
-    """`cpu-<hash>` / `cuda-<hash>`: changes with the adapter source or the base image, nothing else."""
-    digest = hashlib.sha256(f"{source_digest}\0{base_image}".encode()).hexdigest()
+def build_args_for(build: ImageBuild, accelerator: Accelerator) -> dict[str, str]:
+    return dict(sorted((build.build_args if build.build_args is not None else DEFAULT_BUILD_ARGS[accelerator]).items()))
+
+
+def image_tag(source_digest: str, base_image: str, accelerator: Accelerator,
+              build_args: dict[str, str] | None = None) -> str:
+    """`cpu-<hash>` / `cuda-<hash>`: changes with the adapter source, base image or build args, nothing else."""
+    args = json.dumps(build_args or {}, sort_keys=True)
+    digest = hashlib.sha256(f"{source_digest}\0{base_image}\0{args}".encode()).hexdigest()
     return f"{'cuda' if accelerator == 'gpu' else 'cpu'}-{digest[:24]}"
 
 
@@ -79,13 +93,18 @@ def build_spec() -> codebuild.BuildSpec:
         "set -euo pipefail",
         'if aws ecr describe-images --repository-name "$REPOSITORY_NAME" --image-ids imageTag="$IMAGE_TAG" '
         '>/dev/null 2>&1; then echo "$REPOSITORY_URI:$IMAGE_TAG is already in ECR"; exit 0; fi',
-        'aws s3 cp --only-show-errors "s3://$SOURCE_BUCKET/$SOURCE_KEY" /tmp/context.zip',
-        "mkdir -p /tmp/context && unzip -q /tmp/context.zip -d /tmp/context && cd /tmp/context",
+        'work="$(mktemp -d)"',
+        'aws s3 cp --only-show-errors "s3://$SOURCE_BUCKET/$SOURCE_KEY" "$work/context.zip"',
+        'unzip -q "$work/context.zip" -d "$work/context" && cd "$work/context"',
         'aws ecr get-login-password --region "$AWS_DEFAULT_REGION" '
         '| docker login --username AWS --password-stdin "$DLC_REGISTRY"',
         'aws ecr get-login-password --region "$AWS_DEFAULT_REGION" '
         '| docker login --username AWS --password-stdin "${REPOSITORY_URI%%/*}"',
-        'docker build --pull --build-arg BASE_IMAGE="$BASE_IMAGE" '
+        # One argv element per --build-arg=KEY=VALUE: values may hold spaces and semicolons.
+        "mapfile -t build_args < <(python3 -c 'import json, os; "
+        "args = json.loads(os.environ[\"DOCKER_BUILD_ARGS_JSON\"]); "
+        "[print(f\"--build-arg={k}={v}\") for k, v in args.items()]')",
+        'docker build --pull --build-arg BASE_IMAGE="$BASE_IMAGE" "${build_args[@]}" '
         '--label org.opencontainers.image.base.name="$BASE_IMAGE" -t "$REPOSITORY_URI:$IMAGE_TAG" .',
         'docker push "$REPOSITORY_URI:$IMAGE_TAG"',
     ])
@@ -103,7 +122,8 @@ class DecisionImage(Construct):
         super().__init__(scope, construct_id)
         self.base_image = registry.image_uri(accelerator)
         source_digest = source_fingerprint(context_dir)
-        self.tag = image_tag(source_digest, self.base_image, accelerator)
+        self.build_args = build_args_for(build, accelerator)
+        self.tag = image_tag(source_digest, self.base_image, accelerator, self.build_args)
 
         self.repository = ecr.Repository(
             self, "Repository",
@@ -135,6 +155,7 @@ class DecisionImage(Construct):
                 "DLC_REGISTRY": registry.host,
                 "BASE_IMAGE": self.base_image,
                 "IMAGE_TAG": self.tag,
+                "DOCKER_BUILD_ARGS_JSON": json.dumps(self.build_args),
                 "SOURCE_BUCKET": source.s3_bucket_name,
                 "SOURCE_KEY": source.s3_object_key,
             }.items()},
@@ -218,5 +239,6 @@ class DecisionImage(Construct):
                 "RepositoryUri": self.repository.repository_uri,
                 "ImageTag": self.tag,
                 "BaseImage": self.base_image,
+                "BuildArgs": json.dumps(self.build_args),
             },
         )

@@ -56,6 +56,7 @@ def on_event(event: dict[str, Any], context: Any = None, *, codebuild: Any = Non
         environmentVariablesOverride=[
             {"name": "IMAGE_TAG", "value": props["ImageTag"], "type": "PLAINTEXT"},
             {"name": "BASE_IMAGE", "value": props["BaseImage"], "type": "PLAINTEXT"},
+            {"name": "DOCKER_BUILD_ARGS_JSON", "value": props.get("BuildArgs", "{}"), "type": "PLAINTEXT"},
         ],
     )["build"]
     LOG.info("%s: started build %s for %s", request, build["id"], image_uri)

@@ -18,6 +18,7 @@ PROPS = {
     "RepositoryUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-dev-decision",
     "ImageTag": "cpu-0123456789abcdef01234567",
     "BaseImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1",
+    "BuildArgs": '{"LLAMA_CMAKE_ARGS": "-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=75;80"}',
 }
 IMAGE_URI = f"{PROPS['RepositoryUri']}:{PROPS['ImageTag']}"
 BUILD_ID = "DecisionImageBuild:7c1e9a2e-0000-4000-8000-000000000001"
@@ -62,6 +63,7 @@ def test_create_starts_the_build_with_tag_and_base_image(ecr: tuple[Any, Stubber
         "environmentVariablesOverride": [
             {"name": "IMAGE_TAG", "value": PROPS["ImageTag"], "type": "PLAINTEXT"},
             {"name": "BASE_IMAGE", "value": PROPS["BaseImage"], "type": "PLAINTEXT"},
+            {"name": "DOCKER_BUILD_ARGS_JSON", "value": PROPS["BuildArgs"], "type": "PLAINTEXT"},
         ]})
     result = image_build.on_event(event("Create"), codebuild=codebuild[0], ecr=ecr[0])
     assert result == {"PhysicalResourceId": IMAGE_URI, "Data": {"ImageUri": IMAGE_URI, "BuildId": BUILD_ID}}

@@ -12,7 +12,7 @@ from aws_cdk.region_info import RegionInfo
 from cdk_support import Synth
 
 from stacks.build import CONTAINER_DIR
-from stacks.decision_image import image_tag, source_fingerprint
+from stacks.decision_image import DEFAULT_BUILD_ARGS, image_tag, source_fingerprint
 from stacks.timeouts import derive_timeouts
 
 KINDS = ("Chat", "Decision")
@@ -74,7 +74,9 @@ def test_chat_runs_the_stock_dlc_and_decision_the_child_image(env_name: str, tag
     props = image["Properties"]
     assert props["BaseImage"] == dlc_image("us-east-1", tag)
     accelerator = "gpu" if env_name == "prod" else "cpu"
-    assert props["ImageTag"] == image_tag(source_fingerprint(CONTAINER_DIR), props["BaseImage"], accelerator)
+    assert json.loads(props["BuildArgs"]) == DEFAULT_BUILD_ARGS[accelerator]
+    assert props["ImageTag"] == image_tag(source_fingerprint(CONTAINER_DIR), props["BaseImage"], accelerator,
+                                          DEFAULT_BUILD_ARGS[accelerator])
     assert props["ImageTag"].startswith("cuda-" if accelerator == "gpu" else "cpu-")
 
 
@@ -88,6 +90,7 @@ def test_image_tag_follows_the_adapter_source_and_the_base_image(tmp_path: Any) 
     (tmp_path / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"other cache")
     assert image_tag(source_fingerprint(tmp_path), base, "cpu") == first, "caches are not source"
     assert image_tag(source_fingerprint(tmp_path), base.replace("cpu-v1", "cpu-v2"), "cpu") != first
+    assert image_tag(source_fingerprint(tmp_path), base, "cpu", {"LLAMA_CMAKE_ARGS": "-DX=1"}) != first
     (tmp_path / "app.py").write_text("print('v2')\n")
     assert image_tag(source_fingerprint(tmp_path), base, "cpu") != first
 
@@ -219,7 +222,6 @@ def test_codebuild_builds_from_the_dlc_with_a_key_and_retained_logs(dev: Synth) 
     assert props["EncryptionKey"] == {"Fn::GetAtt": [key_id, "Arn"]}
     assert props["LogsConfig"]["CloudWatchLogs"] == {"GroupName": {"Ref": logs_id}, "Status": "ENABLED"}
     assert props["Source"]["Type"] == "NO_SOURCE"
-    assert props["TimeoutInMinutes"] == 40
     script = props["Source"]["BuildSpec"]
     variables = {v["Name"]: v["Value"] for v in props["Environment"]["EnvironmentVariables"]}
     assert variables["DLC_REGISTRY"] == f"{RegionInfo.get('us-east-1').dlc_repository_account}.dkr.ecr.us-east-1." \
@@ -234,15 +236,23 @@ def test_codebuild_builds_from_the_dlc_with_a_key_and_retained_logs(dev: Synth) 
     assert by_sid["PullBaseImage"]["Resource"].endswith(":repository/llama-cpp")
 
 
-def test_the_build_waiter_is_bounded_and_polls(dev: Synth) -> None:
-    _, waiter = dev.one("AWS::StepFunctions::StateMachine", "/DecisionImage/BuildWaiter")
+@pytest.mark.parametrize(("env_name", "build_minutes"), [("dev", 40), ("prod", 50)])
+def test_the_build_waiter_is_bounded_and_polls(env_name: str, build_minutes: int,
+                                               request: pytest.FixtureRequest) -> None:
+    synth: Synth = request.getfixturevalue(env_name)
+    _, project = synth.one("AWS::CodeBuild::Project", "/DecisionImage/Build")
+    assert project["Properties"]["TimeoutInMinutes"] == build_minutes
+    _, waiter = synth.one("AWS::StepFunctions::StateMachine", "/DecisionImage/BuildWaiter")
     definition = json.dumps(waiter["Properties"]["DefinitionString"])
-    # (build timeout 40 + 10 minutes margin) / 30 s query interval = 100 polls, then onTimeout fails it.
-    assert '\\"IntervalSeconds\\":30,\\"MaxAttempts\\":100,\\"BackoffRate\\":1' in definition
+    # (build timeout + 10 minutes margin) / 30 s query interval polls, then onTimeout fails the resource;
+    # at most 60 minutes in all, the custom resource's own limit.
+    polls = (build_minutes + 10) * 60 // 30
+    assert f'\\"IntervalSeconds\\":30,\\"MaxAttempts\\":{polls},\\"BackoffRate\\":1' in definition
+    assert polls * 30 <= 3600
     assert "framework-onTimeout-task" in definition
-    _, image = dev.one("Custom::DecisionImage", "/DecisionImage/Image")
+    _, image = synth.one("Custom::DecisionImage", "/DecisionImage/Image")
     assert image["Properties"]["ServiceTimeout"] == "3600"
-    handlers = {f["Properties"]["Handler"] for f in dev.resources("AWS::Lambda::Function").values()}
+    handlers = {f["Properties"]["Handler"] for f in synth.resources("AWS::Lambda::Function").values()}
     assert {"image_build.on_event", "image_build.is_complete"} <= handlers
 
 
