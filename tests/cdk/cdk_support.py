@@ -51,6 +51,7 @@ def context_for(env_name: str, changes: dict[str, Any] | None = None) -> dict[st
     context["semif"]["environments"][env_name] = environment(env_name, changes)
     context["env"] = env_name
     context["aws:cdk:enable-path-metadata"] = True  # the CLI sets it; tests find resources by path
+    context["aws:cdk:disable-asset-staging"] = True  # no 94 MB copy of the model into every test outdir
     return context
 
 
