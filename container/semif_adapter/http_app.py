@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from .kv_engine import PromptTooLongError
 from .request_schema import RequestError, parse_request
-from .service import DecisionService, NotReadyError, QueueFullError
+from .service import DecisionService, NotReadyError, QueueFullError, ShuttingDownError
 
 LOG = logging.getLogger("semif_adapter.access")
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
@@ -89,6 +89,9 @@ def build_app(service: DecisionService) -> Starlette:
                                   retry_after=1)
         except NotReadyError:
             return error_response(503, "not_ready", "the model is loading or warming up", retry_after=5)
+        except ShuttingDownError:
+            return error_response(503, "shutting_down", "this instance is stopping; retry on another",
+                                  retry_after=1)
         except TimeoutError:
             return error_response(408, "body_timeout", f"body not received within {BODY_TIMEOUT_SECONDS:.0f} s",
                                   "body")

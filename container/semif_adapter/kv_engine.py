@@ -22,6 +22,8 @@ import numpy as np
 from .llama_runtime import LlamaRuntime
 from .prompt import ChatFrame, PromptPlan
 
+DECODE_ABORTED = 2  # llama_decode's return value when the abort callback said stop
+
 
 class PromptTooLongError(ValueError):
     """The prompt does not fit the context; never truncated silently."""
@@ -31,6 +33,10 @@ class PromptTooLongError(ValueError):
             f"prompt needs {needed} tokens of context ({prefix} prefix + {branches} x {branch_tokens} "
             f"option tokens) but the context holds {context}")
         self.needed, self.context = needed, context
+
+
+class DecodeAbortedError(RuntimeError):
+    """llama_decode stopped on request (a drain deadline), not by a fault."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,8 @@ class DecisionEngine:
                 batch.logits[index] = logits
             batch.n_tokens = len(window)
             status = llama_cpp.llama_decode(self.runtime.context, batch)
+            if status == DECODE_ABORTED:
+                raise DecodeAbortedError("llama_decode was aborted")
             if status != 0:
                 raise RuntimeError(f"llama_decode failed with status {status}")
         return outputs

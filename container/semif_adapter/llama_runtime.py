@@ -41,6 +41,12 @@ class ModelFacts:
 _backends_loaded = False
 
 
+@llama_cpp.ggml_abort_callback
+def _abort_now(_data: ctypes.c_void_p) -> bool:
+    """Installed only when a drain deadline passes: costs nothing while decisions run normally."""
+    return True
+
+
 @llama_cpp.llama_log_callback
 def _forward_native_log(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
     """llama.cpp's own chatter goes to our logger; only warnings and errors are shown by default."""
@@ -174,6 +180,11 @@ class LlamaRuntime:
         if not pointer:
             raise RuntimeError(f"llama.cpp returned no logits for batch position {batch_index}")
         return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,))
+
+    def request_abort(self) -> None:
+        """Make the running llama_decode stop at its next graph (safe from another thread)."""
+        if self.context:
+            llama_cpp.llama_set_abort_callback(self.context, _abort_now, ctypes.c_void_p())
 
     def close(self) -> None:
         if getattr(self, "context", None):

@@ -14,6 +14,7 @@ import argparse
 import json
 import logging
 import signal
+import socket
 import sys
 import time
 from concurrent.futures import Future
@@ -24,7 +25,7 @@ import uvicorn
 from .http_app import build_app
 from .llama_runtime import RuntimeStartError
 from .model_files import ModelFileError, resolve_model_path
-from .service import DecisionService
+from .service import ABORT_GRACE_SECONDS, DecisionService
 from .settings import Settings, SettingsError, load_settings
 
 LOG = logging.getLogger("semif_adapter")
@@ -54,6 +55,18 @@ def configure_logging() -> None:
     logging.getLogger("uvicorn.access").disabled = True  # our own access line carries more
 
 
+class DrainingServer(uvicorn.Server):
+    """uvicorn's graceful shutdown, told to the service first so queued work is handled in time."""
+
+    def __init__(self, config: uvicorn.Config, service: DecisionService) -> None:
+        super().__init__(config)
+        self._service = service
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._service.drain()
+        await super().shutdown(sockets)
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="serve", description="SemIf decision adapter (SageMaker container)")
     parser.add_argument("command", nargs="?", default="serve", choices=["serve"],
@@ -77,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     service = DecisionService(settings, model_path)
     config = uvicorn.Config(build_app(service), host=settings.host, port=settings.port, log_config=None,
-                            access_log=False, timeout_graceful_shutdown=settings.drain_seconds,
+                            access_log=False,
+                            timeout_graceful_shutdown=int(settings.drain_seconds + ABORT_GRACE_SECONDS),
                             timeout_keep_alive=75)  # longer than SageMaker's front-end keep-alive
-    server = uvicorn.Server(config)
+    server = DrainingServer(config, service)
     failure: list[BaseException] = []
 
     def loaded(job: Future[None]) -> None:

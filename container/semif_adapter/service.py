@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kv_engine import DecisionEngine
+from .kv_engine import DecisionEngine, DecodeAbortedError
 from .llama_runtime import LlamaRuntime
 from .prompt import ChatFrame, build_plan
 from .request_schema import Debias, Decision, DecisionRequest, Option
@@ -40,6 +40,13 @@ class NotReadyError(Exception):
     """The model is not loaded and warmed up yet."""
 
 
+class ShuttingDownError(Exception):
+    """SIGTERM arrived: no new work, and queued work that cannot finish in time is handed back."""
+
+
+ABORT_GRACE_SECONDS = 5.0  # after the drain deadline: time for an aborted decode to return (one ubatch)
+
+
 @dataclass(frozen=True)
 class Decided:
     body: bytes
@@ -55,6 +62,8 @@ class DecisionService:
         self._admitted = 0
         self._lock = threading.Lock()
         self._ready = threading.Event()
+        self._draining = False
+        self._pending: set[Future[Decided]] = set()
         self._runtime: LlamaRuntime | None = None
         self._engine: DecisionEngine | None = None
         self._frame: ChatFrame | None = None
@@ -87,19 +96,48 @@ class DecisionService:
             "threads": self.settings.threads, "queue_size": self.settings.queue_size}})
 
     async def decide(self, request: DecisionRequest) -> Decided:
+        if self._draining:
+            raise ShuttingDownError
         if not self.ready:
             raise NotReadyError
         with self._lock:
             if self._admitted >= self.settings.queue_size:
                 raise QueueFullError
             self._admitted += 1
-        job = self._executor.submit(self._decide, request, time.perf_counter())
+            job = self._executor.submit(self._decide, request, time.perf_counter())
+            self._pending.add(job)
         job.add_done_callback(self._release)  # the slot frees when the work ends, not when a client leaves
-        return await asyncio.wrap_future(job)
+        try:
+            return await asyncio.wrap_future(job)
+        except DecodeAbortedError:
+            raise ShuttingDownError from None
+        except asyncio.CancelledError:
+            if job.cancelled() and self._draining:  # handed back by drain(), not a client going away
+                raise ShuttingDownError from None
+            raise
 
-    def _release(self, _job: Future[Decided]) -> None:
+    def _release(self, job: Future[Decided]) -> None:
         with self._lock:
             self._admitted -= 1
+            self._pending.discard(job)
+
+    def drain(self) -> None:
+        """Refuse new work now; at the drain deadline, hand back whatever is still admitted.
+
+        Admitted decisions keep running one by one, so a short queue drains completely. At the
+        deadline, work not yet started and the decode still running end with a JSON 503 each
+        (retryable elsewhere) instead of a socket cut by the server's hard stop.
+        """
+        self._draining = True
+        asyncio.get_running_loop().call_later(self.settings.drain_seconds, self._hand_back)
+
+    def _hand_back(self) -> None:
+        with self._lock:
+            pending = list(self._pending)
+        for job in pending:
+            job.cancel()  # succeeds for work that has not started
+        if pending and self._runtime is not None:
+            self._runtime.request_abort()
 
     def _decide(self, request: DecisionRequest, admitted_at: float) -> Decided:
         assert self._engine is not None and self._frame is not None

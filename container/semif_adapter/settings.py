@@ -57,7 +57,7 @@ class Settings:
     max_body_bytes: int
     chat_template: str | None  # a llama.cpp built-in template name, when the GGUF's is not usable
     model_sha256: str | None  # given by the deployment (the packaging step computed it)
-    drain_seconds: int  # SIGTERM: how long in-flight requests get to finish
+    drain_seconds: int  # SIGTERM: how long admitted requests get before the rest is handed back (503)
 
 
 def cpu_quota() -> int:

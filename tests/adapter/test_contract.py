@@ -122,29 +122,49 @@ def test_one_json_log_line_per_request_without_the_body(adapter, client, make_de
     assert "secret evidence 0451" not in adapter.logs()
 
 
-def test_sigterm_drains_admitted_requests_then_exits(start_adapter, make_decision):
-    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
+def sigterm_under_load(start_adapter, make_decision, env: dict[str, str], sizes: list[int]
+                       ) -> tuple[list[httpx.Response], float, int]:
+    """Admit one decision per size, SIGTERM while they run; returns responses, seconds to exit, exit code."""
+    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), **env})
     process.wait_ready()
-    results: list[int] = []
+    responses: dict[int, httpx.Response] = {}
 
     def call(index: int) -> None:
-        body = make_decision(state=f"Long evidence {index}: " + "the shipment was delayed again. " * 60)
-        results.append(httpx.post(process.url + "/invocations", json=body, timeout=60).status_code)
+        body = make_decision(state=f"Evidence {index}: " + "the shipment was delayed again. " * sizes[index])
+        responses[index] = httpx.post(process.url + "/invocations", json=body, timeout=60)
 
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
-    for thread in threads:
-        thread.start()
-    time.sleep(0.3)  # all three admitted; the first one is decoding
+    threads = []
+    for index in range(len(sizes)):
+        threads.append(threading.Thread(target=call, args=(index,)))
+        threads[-1].start()
+        time.sleep(0.05)  # admitted in this order
+    time.sleep(0.3)  # the first one is decoding
     started = time.monotonic()
     process.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.2)
+    time.sleep(0.3)
     with pytest.raises(httpx.TransportError):
         httpx.get(process.url + "/ping", timeout=2)  # new connections are refused while draining
     for thread in threads:
         thread.join(60)
-    assert process.wait_exit(30) == 0
-    assert time.monotonic() - started < 30
-    assert results == [200, 200, 200]
+    code = process.wait_exit(30)
+    return [responses[i] for i in sorted(responses)], time.monotonic() - started, code
+
+
+def test_sigterm_lets_admitted_requests_finish_then_exits_0(start_adapter, make_decision):
+    responses, seconds, code = sigterm_under_load(start_adapter, make_decision, {}, [8, 8, 8])
+    assert code == 0 and seconds < 30
+    assert [r.status_code for r in responses] == [200, 200, 200]
+
+
+def test_sigterm_hands_back_work_that_cannot_finish_in_time(start_adapter, make_decision):
+    env = {"SEMIF_DRAIN_SECONDS": "4"}
+    responses, seconds, code = sigterm_under_load(start_adapter, make_decision, env, [1] + [60] * 7)
+    assert code == 0 and seconds < 4 + 5 + 5  # drain deadline + abort grace + exit
+    assert len(responses) == 8  # every client got an answer: nothing cut off, nothing lost
+    statuses = [r.status_code for r in responses]
+    assert statuses[0] == 200 and 503 in statuses and set(statuses) == {200, 503}
+    for refused in (r for r in responses if r.status_code == 503):
+        assert refused.json()["error"]["code"] == "shutting_down" and refused.headers["retry-after"] == "1"
 
 
 def test_stays_up_after_every_error(client, make_decision):
