@@ -98,6 +98,8 @@ class LlamaEndpoint(Construct):
             self.model.node.add_dependency(dependency)
 
         facts = describe_instance(settings.instance_type)
+        startup_s = settings.startup_health_check_timeout_s or props.timeouts.container_startup_health_check_s
+        download_s = settings.model_download_timeout_s or props.timeouts.model_data_download_s
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self, "Config",
             production_variants=[sagemaker.CfnEndpointConfig.ProductionVariantProperty(
@@ -106,10 +108,8 @@ class LlamaEndpoint(Construct):
                 initial_instance_count=settings.instance_count,
                 instance_type=settings.instance_type,
                 initial_variant_weight=1.0,
-                container_startup_health_check_timeout_in_seconds=(
-                    settings.startup_health_check_timeout_s or props.timeouts.container_startup_health_check_s),
-                model_data_download_timeout_in_seconds=(
-                    settings.model_download_timeout_s or props.timeouts.model_data_download_s),
+                container_startup_health_check_timeout_in_seconds=startup_s,
+                model_data_download_timeout_in_seconds=download_s,
                 inference_ami_version=props.inference_ami_version,
             )],
             # Instance types with local NVMe storage refuse a key: their volumes are hardware-encrypted.
@@ -132,9 +132,8 @@ class LlamaEndpoint(Construct):
                     traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
                         type="ALL_AT_ONCE", wait_interval_in_seconds=0),
                     termination_wait_in_seconds=300,
-                    maximum_execution_timeout_in_seconds=(
-                        props.timeouts.container_startup_health_check_s
-                        + props.timeouts.model_data_download_s + 1800),
+                    # Room for the new fleet to download and start, plus the bake; SageMaker allows 600-14400.
+                    maximum_execution_timeout_in_seconds=startup_s + download_s + 1800,
                 ),
             ) if settings.alarms.auto_rollback else None,
         )

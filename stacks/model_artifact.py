@@ -8,7 +8,7 @@ created, because SageMaker itself always loads the current version.
 
 from __future__ import annotations
 
-from aws_cdk import AssetHashType, CustomResource, Stack
+from aws_cdk import AssetHashType, CustomResource, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
@@ -57,7 +57,8 @@ class ModelArtifact(Construct):
             statements=[iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.object_arn])],
             log_retention=log_retention)
         provider = cr.Provider(self, "PinCheckProvider", on_event_handler=handler.function,
-                               log_group=logs.LogGroup(self, "PinCheckProviderLogs", retention=log_retention))
+                               log_group=logs.LogGroup(self, "PinCheckProviderLogs", retention=log_retention,
+                                                       removal_policy=RemovalPolicy.DESTROY))
         acknowledge_provider(provider, [handler.function])
         accept_redundant_depends_on(self)
         return CustomResource(

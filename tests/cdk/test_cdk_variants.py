@@ -20,6 +20,7 @@ CHANGES: dict[str, Any] = {
     "vpc": {"subnet_ids": SUBNETS, "security_group_ids": GROUPS,
             "vpc_endpoints": {"vpc_id": "vpc-0123456789abcdef0", "route_table_ids": ["rtb-0123456789abcdef0"]}},
     "chat": {"data_capture": {"sampling_percentage": 20, "capture_output": False}},
+    "decision": {"startup_health_check_timeout_s": 1800},
 }
 
 
@@ -53,11 +54,14 @@ def test_the_version_pin_is_checked_before_the_models_exist(variant: Synth) -> N
         assert pin_id in model["DependsOn"]
 
 
-def test_unknown_model_size_still_gets_size_derived_timeouts(variant: Synth) -> None:
+def test_a_given_model_size_sizes_the_timeouts_and_an_override_wins(variant: Synth) -> None:
     expected = derive_timeouts(4_000_000_000)
-    _, config = variant.one("AWS::SageMaker::EndpointConfig", "/Chat/Config")
-    variant_props = config["Properties"]["ProductionVariants"][0]
-    assert variant_props["ContainerStartupHealthCheckTimeoutInSeconds"] == expected.container_startup_health_check_s
+    _, chat = variant.one("AWS::SageMaker::EndpointConfig", "/Chat/Config")
+    chat_variant = chat["Properties"]["ProductionVariants"][0]
+    assert chat_variant["ContainerStartupHealthCheckTimeoutInSeconds"] == expected.container_startup_health_check_s
+    assert chat_variant["ModelDataDownloadTimeoutInSeconds"] == expected.model_data_download_s
+    _, decision = variant.one("AWS::SageMaker::EndpointConfig", "/Decision/Config")
+    assert decision["Properties"]["ProductionVariants"][0]["ContainerStartupHealthCheckTimeoutInSeconds"] == 1800
 
 
 def test_vpc_mode_places_both_models_in_the_subnets_with_private_service_endpoints(variant: Synth) -> None:
