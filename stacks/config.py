@@ -36,6 +36,9 @@ STACK_OWNED_SEMIF = frozenset({"SEMIF_MODEL_SHA256"})
 DOWNLOAD_FLAGS = re.compile(r"^(HF|MODEL_URL|DOCKER_REPO)(_|$)")
 # Environment variables are returned by DescribeModel to anyone allowed to call it: never a secret there.
 SECRET_WORDS = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|PASSWD|PRIVATE_KEY)(_|$)")
+# Values that are credentials whatever their key: AWS access key ids, PEM private keys, common API tokens.
+SECRET_VALUES = re.compile(r"\b(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+                           r"|\b(gh[pousr]_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,})\b")
 # CloudWatch Logs retention periods (days) and their aws_logs.RetentionDays member names.
 LOG_RETENTION_DAYS = {
     1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS", 30: "ONE_MONTH",
@@ -254,6 +257,11 @@ class Vpc(_Strict):
         return value
 
 
+BUILD_ARG_SECRET = ("looks like a secret; build args are a plain-text environment variable of the CodeBuild "
+                    "project (readable in the template and with codebuild:BatchGetProjects) and end up in the image "
+                    "history")
+
+
 class ImageBuild(_Strict):
     """The CodeBuild project that builds the decision image FROM the DLC."""
 
@@ -266,11 +274,13 @@ class ImageBuild(_Strict):
     @field_validator("build_args")
     @classmethod
     def _build_args(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        for key in value or {}:
+        for key, arg in (value or {}).items():
             if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
                 raise ValueError(f"{key!r} is not a Docker build-arg name")
             if key == "BASE_IMAGE":
                 raise ValueError("BASE_IMAGE is set by the stack from dlc_image and accelerator")
+            if SECRET_WORDS.search(key.upper()) or SECRET_VALUES.search(arg):
+                raise ValueError(f"{key}: {BUILD_ARG_SECRET}")
         return value
 
 
@@ -427,7 +437,7 @@ def _check_endpoint(env: Environment, kind: EndpointKind) -> list[tuple[str, str
             problems.append((where, f"adapter settings start with {SEMIF_PREFIX} (llama.cpp flags go in llama_env)"))
         elif key in STACK_OWNED_SEMIF:
             problems.append((where, "set by the stack from the model artifact; remove it"))
-        elif SECRET_WORDS.search(key):
+        elif SECRET_WORDS.search(key) or SECRET_VALUES.search(value):
             problems.append((where, _SECRET_MESSAGE))
         elif len(value) > ENV_VALUE_MAX:
             problems.append((where, f"longer than SageMaker's {ENV_VALUE_MAX} characters"))
@@ -448,7 +458,7 @@ def _check_llama_env(where: str, env: Mapping[str, str]) -> list[tuple[str, str]
             problems.append((at, f"llama_env holds {PREFIX}* flags only (adapter settings go in decision.env)"))
             continue
         name = key[len(PREFIX):]
-        if SECRET_WORDS.search(name):
+        if SECRET_WORDS.search(name) or SECRET_VALUES.search(value):
             problems.append((at, _SECRET_MESSAGE))
         elif name in STACK_OWNED_LLAMA:
             problems.append((at, "set by the stack from the model artifact (the model path and port are fixed)"))

@@ -18,7 +18,6 @@ from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
@@ -28,6 +27,7 @@ from .config import ImageBuild
 from .dlc import DlcRegistry
 from .handler_function import HandlerFunction
 from .instances import Accelerator
+from .log_groups import LogSettings
 from .nag import accept_redundant_depends_on, acknowledge, acknowledge_provider
 
 # Never part of the Docker build context's identity (caches and local build outputs).
@@ -118,7 +118,7 @@ def build_spec() -> codebuild.BuildSpec:
 class DecisionImage(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, context_dir: Path, registry: DlcRegistry,
                  accelerator: Accelerator, key: kms.IKey, build: ImageBuild,
-                 log_retention: logs.RetentionDays) -> None:
+                 log_settings: LogSettings) -> None:
         super().__init__(scope, construct_id)
         self.base_image = registry.image_uri(accelerator)
         source_digest = source_fingerprint(context_dir)
@@ -138,8 +138,7 @@ class DecisionImage(Construct):
         )
         source = s3_assets.Asset(self, "Context", path=str(context_dir), exclude=ASSET_EXCLUDES,
                                  asset_hash=source_digest, asset_hash_type=AssetHashType.CUSTOM)
-        self.build_logs = logs.LogGroup(self, "BuildLogs", retention=log_retention,
-                                        removal_policy=RemovalPolicy.DESTROY)
+        self.build_logs = log_settings.log_group(self, "BuildLogs")
         self.project = codebuild.Project(
             self, "Build",
             description="Builds the SemIf decision image FROM the llama.cpp DLC and pushes it to ECR",
@@ -196,10 +195,10 @@ class DecisionImage(Construct):
                 "CodeBuild's test-report groups of this project only (none are used; CDK adds the grant)",
         })
 
-        self.resource = self._waiter(build, log_retention)
+        self.resource = self._waiter(build, log_settings)
         self.image_uri = self.resource.get_att_string("ImageUri")
 
-    def _waiter(self, build: ImageBuild, log_retention: logs.RetentionDays) -> CustomResource:
+    def _waiter(self, build: ImageBuild, log_settings: LogSettings) -> CustomResource:
         """Custom resource that starts the build and completes only when the image is in ECR."""
         project_statement = iam.PolicyStatement(actions=["codebuild:StartBuild", "codebuild:BatchGetBuilds"],
                                                 resources=[self.project.project_arn])
@@ -207,10 +206,10 @@ class DecisionImage(Construct):
                                               resources=[self.repository.repository_arn])
         on_event = HandlerFunction(self, "StartBuild", handler="image_build.on_event",
                                    description="decision image build starter",
-                                   statements=[project_statement, image_statement], log_retention=log_retention)
+                                   statements=[project_statement, image_statement], log_settings=log_settings)
         is_complete = HandlerFunction(self, "CheckBuild", handler="image_build.is_complete",
                                       description="decision image build waiter",
-                                      statements=[project_statement], log_retention=log_retention)
+                                      statements=[project_statement], log_settings=log_settings)
         total = Duration.minutes(build.timeout_minutes + WAITER_MARGIN_MINUTES)
         provider = cr.Provider(
             self, "BuildWaiter",
@@ -218,12 +217,10 @@ class DecisionImage(Construct):
             is_complete_handler=is_complete.function,
             query_interval=QUERY_INTERVAL,
             total_timeout=total,
-            log_group=logs.LogGroup(self, "BuildWaiterLogs", retention=log_retention,
-                                    removal_policy=RemovalPolicy.DESTROY),
+            log_group=log_settings.log_group(self, "BuildWaiterLogs"),
             disable_waiter_state_machine_logging=False,
             waiter_state_machine_log_options=cr.LogOptions(
-                destination=logs.LogGroup(self, "BuildWaiterStateMachineLogs", retention=log_retention,
-                                          removal_policy=RemovalPolicy.DESTROY),
+                destination=log_settings.log_group(self, "BuildWaiterStateMachineLogs"),
                 level=sfn.LogLevel.ALL, include_execution_data=False),
         )
         acknowledge_provider(provider, [on_event.function, is_complete.function])

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from constructs import Construct
+
+from .log_groups import LogSettings
+from .nag import HANDLER_FUNCTION, acknowledge
 
 HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
 RUNTIME = lambda_.Runtime.PYTHON_3_14  # the newest Python runtime this aws-cdk-lib knows (cdk-nag L1)
@@ -22,13 +24,12 @@ class HandlerFunction(Construct):
     """`handler` is `module.function` inside stacks/handlers/."""
 
     def __init__(self, scope: Construct, construct_id: str, *, handler: str, description: str,
-                 statements: list[iam.PolicyStatement], log_retention: logs.RetentionDays,
+                 statements: list[iam.PolicyStatement], log_settings: LogSettings,
                  timeout_s: int = 60) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                              description=f"Runs the {description} handler")
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention,
-                                       removal_policy=RemovalPolicy.DESTROY)
+        self.log_group = log_settings.log_group(self, "Logs")
         self.function = lambda_.Function(
             self, "Function",
             runtime=RUNTIME,
@@ -41,5 +42,6 @@ class HandlerFunction(Construct):
             log_group=self.log_group,
         )
         self.log_group.grant_write(self.role)
+        acknowledge(self.function, HANDLER_FUNCTION)
         for statement in statements:
             self.role.add_to_policy(statement)

@@ -25,8 +25,8 @@ GPU_FAMILIES = frozenset({
     "g4dn", "g5", "g6", "g6e", "g7", "g7e",
     "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300",
 })
-# Families with local NVMe instance storage: SageMaker refuses an endpoint-config KMS key for them (their
-# volumes are encrypted by the instance's hardware module instead).
+# Families with local NVMe instance storage, encrypted by the instance's hardware module: an endpoint-config
+# KMS key does not encrypt it (older SageMaker API references: CreateEndpointConfig fails with one), so none is set.
 LOCAL_STORAGE_FAMILIES = frozenset({"m5d", "c5d", "r5d"}) | GPU_FAMILIES
 # Families SageMaker offers but the llama.cpp DLC cannot use, with the reason shown to the user.
 REFUSED_FAMILIES = {

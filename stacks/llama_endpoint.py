@@ -14,18 +14,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .config import Endpoint, Vpc
 from .instances import describe_instance
+from .log_groups import LogSettings
 from .model_artifact import ModelArtifact
 from .nag import acknowledge, logical_id
 from .timeouts import StartupTimeouts
@@ -33,6 +33,9 @@ from .timeouts import StartupTimeouts
 VARIANT_NAME = "AllTraffic"
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 INSTANCE_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"  # CPU/memory/disk, published with the role
+VPC_INTERFACES = ("the ec2: network-interface actions SageMaker needs in VPC mode (ec2:CreateNetworkInterface, "
+                  "ec2:DescribeSubnets, ...) act on interfaces it creates, whose ids are not known in advance, or "
+                  "have no resource-level permissions")
 SCALING_SLR = ("sagemaker.application-autoscaling.amazonaws.com/"
                "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
 
@@ -54,7 +57,7 @@ class EndpointProps:
     settings: Endpoint
     timeouts: StartupTimeouts
     key: kms.IKey
-    log_retention: logs.RetentionDays
+    log_settings: LogSettings
     inference_ami_version: str | None = None
     network_isolation: bool = True
     vpc: Vpc | None = None
@@ -67,9 +70,8 @@ class LlamaEndpoint(Construct):
         self.props = props
         self.endpoint_name = props.endpoint_name
         settings = props.settings
-        self.log_group = logs.LogGroup(
-            self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{props.endpoint_name}",
-            retention=props.log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.log_group = props.log_settings.log_group(
+            self, "Logs", name=f"/aws/sagemaker/Endpoints/{props.endpoint_name}")
         self.role = iam.Role(self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                              description=f"Execution role of SageMaker endpoint {props.endpoint_name}")
         self.policy = iam.Policy(self, "ExecutionPolicy", roles=[self.role],
@@ -112,7 +114,9 @@ class LlamaEndpoint(Construct):
                 model_data_download_timeout_in_seconds=download_s,
                 inference_ami_version=props.inference_ami_version,
             )],
-            # Instance types with local NVMe storage refuse a key: their volumes are hardware-encrypted.
+            # Instance types with local NVMe storage keep /opt/ml and /tmp on instance storage, encrypted by the
+            # instance's hardware module; a KmsKeyId does not encrypt it (SageMaker API reference, as of the pinned
+            # botocore), and older versions of that reference said CreateEndpointConfig fails with one: omit it.
             kms_key_id=None if facts.local_storage else props.key.key_arn,
             data_capture_config=self._data_capture(),
         )
@@ -179,16 +183,19 @@ class LlamaEndpoint(Construct):
     def _acknowledge_wildcards(self) -> None:
         """Each remaining wildcard of the execution policy, acknowledged on its own with its reason."""
         reasons = {
-            "Resource::*": "ecr:GetAuthorizationToken has no resource-level permissions; cloudwatch:PutMetricData "
-                           "is limited by its namespace condition instead"
-                           + ("; the ec2 network-interface actions SageMaker needs in VPC mode act on interfaces "
-                              "it creates, whose ids are not known in advance" if self.props.vpc else ""),
+            "AwsSolutions-IAM5[Resource::*]":
+                "ecr:GetAuthorizationToken has no resource-level permissions; cloudwatch:PutMetricData is limited "
+                "by its namespace condition instead" + (f"; {VPC_INTERFACES}" if self.props.vpc else ""),
         }
+        if self.props.vpc is not None:
+            reasons["CKV_AWS_111"] = VPC_INTERFACES
+            reasons["CKV_AWS_109"] = VPC_INTERFACES + " (ec2:CreateNetworkInterfacePermission counts as permissions " \
+                                                      "management)"
         if self.props.capture_bucket is not None and self.props.settings.data_capture is not None:
             bucket = logical_id(self.props.capture_bucket)
-            reasons[f"Resource::<{bucket}.Arn>/{self.endpoint_name}/*"] = (
+            reasons[f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{self.endpoint_name}/*]"] = (
                 "SageMaker writes capture files with generated names under this endpoint's own prefix")
-        acknowledge(self.policy, {f"AwsSolutions-IAM5[{finding}]": reason for finding, reason in reasons.items()})
+        acknowledge(self.policy, reasons)
 
     def _data_capture(self) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None:
         capture = self.props.settings.data_capture

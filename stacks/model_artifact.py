@@ -8,21 +8,21 @@ created, because SageMaker itself always loads the current version.
 
 from __future__ import annotations
 
-from aws_cdk import AssetHashType, CustomResource, RemovalPolicy, Stack
+from aws_cdk import AssetHashType, CustomResource, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IDependable
 
 from .artifact_source import Artifact, LocalArtifact, RemoteArtifact
 from .handler_function import HandlerFunction
+from .log_groups import LogSettings
 from .nag import accept_redundant_depends_on, acknowledge_provider
 
 
 class ModelArtifact(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, artifact: Artifact,
-                 log_retention: logs.RetentionDays) -> None:
+                 log_settings: LogSettings) -> None:
         super().__init__(scope, construct_id)
         self.artifact = artifact
         self.ready: list[IDependable] = []  # what a model must wait for before it may load the object
@@ -39,7 +39,7 @@ class ModelArtifact(Construct):
         self.object_arn = Stack.of(self).format_arn(
             service="s3", region="", account="", resource=self.bucket_name, resource_name=self.object_key)
         if isinstance(artifact, RemoteArtifact) and artifact.version_id is not None:
-            self.ready.append(self._pin_check(artifact, log_retention))
+            self.ready.append(self._pin_check(artifact, log_settings))
 
     def read_statements(self) -> list[iam.PolicyStatement]:
         """Read access to exactly this one object (and its key, when it is KMS-encrypted)."""
@@ -50,15 +50,14 @@ class ModelArtifact(Construct):
                                                   resources=[self.kms_key_arn]))
         return statements
 
-    def _pin_check(self, artifact: RemoteArtifact, log_retention: logs.RetentionDays) -> CustomResource:
+    def _pin_check(self, artifact: RemoteArtifact, log_settings: LogSettings) -> CustomResource:
         handler = HandlerFunction(
             self, "PinCheckHandler", handler="artifact_pin.on_event",
             description="model artifact version-pin check",
             statements=[iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.object_arn])],
-            log_retention=log_retention)
+            log_settings=log_settings)
         provider = cr.Provider(self, "PinCheckProvider", on_event_handler=handler.function,
-                               log_group=logs.LogGroup(self, "PinCheckProviderLogs", retention=log_retention,
-                                                       removal_policy=RemovalPolicy.DESTROY))
+                               log_group=log_settings.log_group(self, "PinCheckProviderLogs"))
         acknowledge_provider(provider, [handler.function])
         accept_redundant_depends_on(self)
         return CustomResource(

@@ -1,11 +1,14 @@
-"""cdk-nag (AwsSolutions) for the app, and the acknowledgements of findings we accept, each with its reason.
+"""The two template scanners (cdk-nag AwsSolutions, checkov) and the findings we accept, each with its reason.
 
 cdk-nag 3 runs as a CDK policy-validation plugin (`Validations.of(app).add_plugins`), not an Aspect, and
 every finding is acknowledged on its own (`Rule[Finding]`), so a new wildcard can never slip in under an
-existing acknowledgement.
+existing acknowledgement. checkov runs on the synthesized templates (tests/security) and reads its skips from
+the resource's own CloudFormation Metadata (`checkov.skip`), where `acknowledge` writes them with the reason.
 """
 
 from __future__ import annotations
+
+import re
 
 from aws_cdk import Acknowledgment, App, CfnResource, Stack, Validations
 from aws_cdk import aws_lambda as lambda_
@@ -15,6 +18,31 @@ from constructs import IConstruct
 
 REDUNDANT_ROLE_DEPENDENCY = frozenset({"AWS::Lambda::Function", "AWS::StepFunctions::StateMachine"})
 LAMBDA_BASIC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+CHECKOV_ID = re.compile(r"^CKV2?_[A-Z0-9]+_\d+$")
+CHECKOV_METADATA = "checkov"
+
+# Custom-resource functions (ours and the Provider framework's) run a few times per deployment and only call
+# AWS APIs; these three checkov findings concern long-running, event-driven functions.
+DEPLOYMENT_FUNCTION = {
+    "CKV_AWS_115": "runs only while CloudFormation deploys the stack; reserved concurrency would take capacity "
+                   "from the account's pool for a handful of invocations",
+    "CKV_AWS_117": "calls only AWS APIs (CodeBuild, ECR, S3, Lambda, Step Functions) and reaches no private "
+                   "resource; a VPC would add NAT or interface endpoints, not isolation",
+}
+HANDLER_FUNCTION = {
+    **DEPLOYMENT_FUNCTION,
+    "CKV_AWS_116": "invoked synchronously by the Provider framework, which turns its errors into a FAILED "
+                   "response to CloudFormation; a dead-letter queue only receives failed asynchronous invocations",
+}
+FRAMEWORK_FUNCTION = {
+    **DEPLOYMENT_FUNCTION,
+    "CKV_AWS_116": "CDK's Provider framework reports every failure to CloudFormation itself and a lost request "
+                   "fails at the custom resource's timeout; a dead-letter queue would hold events nothing replays",
+    "CKV_AWS_173": "the Provider framework's environment holds only the ARNs of this stack's handler functions, "
+                   "no secret; Lambda encrypts it at rest with its AWS managed key",
+}
+LOG_DELIVERY = ("the CloudWatch Logs delivery actions (logs:CreateLogDelivery, logs:PutResourcePolicy, ...) of the "
+                "waiter state machine's execution logging have no resource-level permissions")
 
 
 def add_checks(app: App) -> None:
@@ -22,11 +50,24 @@ def add_checks(app: App) -> None:
 
 
 def acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
-    """`findings` maps a finding id (e.g. `AwsSolutions-IAM5[Resource::*]`) to why it is accepted."""
+    """`findings` maps a finding to why it is accepted: a cdk-nag id (`AwsSolutions-IAM5[Resource::*]`),
+    acknowledged on `scope` and its children, or a checkov id (`CKV_AWS_116`), skipped on `scope`'s own
+    CloudFormation resource only."""
     for finding, reason in findings.items():
         if not reason.strip():
             raise ValueError(f"acknowledgement of {finding} needs a reason")
-        Validations.of(scope).acknowledge(Acknowledgment(id=finding, reason=reason))
+        if CHECKOV_ID.match(finding):
+            _skip_checkov(scope, finding, reason)
+        else:
+            Validations.of(scope).acknowledge(Acknowledgment(id=finding, reason=reason))
+
+
+def _skip_checkov(scope: IConstruct, check_id: str, reason: str) -> None:
+    resource = scope if isinstance(scope, CfnResource) else scope.node.default_child
+    if not isinstance(resource, CfnResource):
+        raise ValueError(f"{scope.node.path}: a checkov skip needs a construct with one CloudFormation resource")
+    skips = [s for s in (resource.get_metadata(CHECKOV_METADATA) or {}).get("skip", []) if s["id"] != check_id]
+    resource.add_metadata(CHECKOV_METADATA, {"skip": [*skips, {"id": check_id, "comment": reason}]})
 
 
 def logical_id(construct: IConstruct) -> str:
@@ -43,19 +84,24 @@ def acknowledge_provider(provider: cr.Provider, handlers: list[lambda_.IFunction
         f"AwsSolutions-IAM4[{LAMBDA_BASIC}]":
             "the Provider framework's functions use CDK's standard basic-execution role (log writing only)",
     }
-    framework = [provider.node.try_find_child(name) for name in ("framework-isComplete", "framework-onTimeout")]
-    for function in [*handlers, *(f for f in framework if f is not None)]:
+    names = ("framework-onEvent", "framework-isComplete", "framework-onTimeout")
+    framework = [f for f in (provider.node.try_find_child(name) for name in names) if f is not None]
+    for function in [*handlers, *framework]:
         findings[f"AwsSolutions-IAM5[Resource::<{logical_id(function)}.Arn>:*]"] = \
             invoke_any_version.format(function.node.path)
     acknowledge(provider, findings)
+    for function in framework:
+        acknowledge(function, FRAMEWORK_FUNCTION)
     waiter = provider.node.try_find_child("waiter-state-machine")
     if waiter is not None:
         acknowledge(waiter, {
-            "AwsSolutions-IAM5[Resource::*]": "CloudWatch Logs delivery actions of the waiter state machine's "
-                                              "execution logging have no resource-level permissions",
+            "AwsSolutions-IAM5[Resource::*]": LOG_DELIVERY,
             "AwsSolutions-SF2": "the Provider framework's waiter only polls our build check; X-Ray tracing of "
                                 "it is not configurable and adds nothing over its execution logs",
         })
+        for policy in waiter.node.find_all():
+            if isinstance(policy, CfnResource) and policy.cfn_resource_type == "AWS::IAM::Policy":
+                acknowledge(policy, {"CKV_AWS_111": LOG_DELIVERY})
 
 
 def accept_redundant_depends_on(scope: IConstruct) -> None:

@@ -19,6 +19,7 @@ from .config import ENDPOINT_KINDS, LOG_RETENTION_DAYS, SEMIF_PREFIX, Deployment
 from .decision_image import DecisionImage
 from .dlc import DlcRegistry
 from .llama_endpoint import EndpointProps, ImageSource, LlamaEndpoint
+from .log_groups import LogSettings, allow_cloudwatch_logs
 from .model_artifact import ModelArtifact
 from .timeouts import derive_timeouts
 from .vpc_endpoints import VpcEndpoints
@@ -37,15 +38,16 @@ class SemifStack(Stack):
                         "endpoints on SageMaker",
         )
         self.deployment = deployment
-        retention = logs.RetentionDays[LOG_RETENTION_DAYS[env.log_retention_days]]
         self.key = kms.Key(self, "Key", enable_key_rotation=True,
                            description=f"{deployment.stack_name}: endpoint volumes, decision image, build, "
-                                       "data capture")
+                                       "logs, data capture")
+        allow_cloudwatch_logs(self.key)
+        log_settings = LogSettings(logs.RetentionDays[LOG_RETENTION_DAYS[env.log_retention_days]], self.key)
         self.registry = DlcRegistry.for_region(env.region, env.dlc_image)
-        self.artifact = ModelArtifact(self, "ModelArtifact", artifact=artifact, log_retention=retention)
+        self.artifact = ModelArtifact(self, "ModelArtifact", artifact=artifact, log_settings=log_settings)
         self.image = DecisionImage(self, "DecisionImage", context_dir=container_dir, registry=self.registry,
                                    accelerator=env.accelerator, key=self.key, build=env.image_build,
-                                   log_retention=retention)
+                                   log_settings=log_settings)
         if env.vpc is not None and env.vpc.vpc_endpoints is not None:
             self.vpc_endpoints = VpcEndpoints(self, "VpcEndpoints", vpc=env.vpc)
         capture = any(env.endpoint(kind).data_capture for kind in ENDPOINT_KINDS)
@@ -68,7 +70,7 @@ class SemifStack(Stack):
                 settings=env.endpoint(kind),
                 timeouts=timeouts,
                 key=self.key,
-                log_retention=retention,
+                log_settings=log_settings,
                 inference_ami_version=env.inference_ami_version if env.accelerator == "gpu" else None,
                 network_isolation=env.network_isolation,
                 vpc=env.vpc,

@@ -1,4 +1,5 @@
-"""Helpers of the CDK app tests: synthesize an environment in process, with config changes.
+"""Helpers of the CDK app tests (tests/cdk, tests/security): synthesize an environment in process, with config
+changes; each shipped environment and the optional-features variant once per test process.
 
 The built-in CloudFormation validation of aws-cdk-lib costs about 6 s per process; it stays on in the CLI
 test (test_cdk_cli.py), and is off here through the App property (the environment variable alone would only
@@ -15,17 +16,35 @@ from typing import Any
 
 import gguf
 import numpy as np
+import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_VALIDATION", "false")
 
 from aws_cdk import App
 from aws_cdk.assertions import Template
+from constructs import IConstruct
 
 from stacks.build import REPO_ROOT, build_app
+from stacks.config import ConfigError, Deployment, load_deployment
 from stacks.semif_stack import SemifStack
 
+ACK_METADATA = "aws:cdk:acknowledged-rules"  # where Validations.acknowledge records a finding and its reason
+ACK_PREFIX = "Annotation::"  # ... under the finding id with this prefix
 CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+
+# Every optional feature at once, on dev: pinned S3 model (KMS), VPC with service endpoints, data capture.
+KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/0b1c2d3e-0000-4000-8000-0123456789ab"
+SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
+GROUPS = ["sg-0123456789abcdef0"]
+OPTIONAL_FEATURES: dict[str, Any] = {
+    "model": {"source": "s3", "uri": "s3://models-bucket/llm/model.tar.gz", "version_id": "v2",
+              "model_file": "llm/q4.gguf", "model_bytes": 4_000_000_000, "kms_key_arn": KEY_ARN},
+    "vpc": {"subnet_ids": SUBNETS, "security_group_ids": GROUPS,
+            "vpc_endpoints": {"vpc_id": "vpc-0123456789abcdef0", "route_table_ids": ["rtb-0123456789abcdef0"]}},
+    "chat": {"data_capture": {"sampling_percentage": 20, "capture_output": False}},
+    "decision": {"startup_health_check_timeout_s": 1800},
+}
 
 
 def merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -55,6 +74,20 @@ def context_for(env_name: str, changes: dict[str, Any] | None = None) -> dict[st
     return context
 
 
+def load(env_name: str, changes: dict[str, Any] | None = None) -> Deployment:
+    """Validate one environment of cdk.json with changes, as `cdk synth -c env=NAME` would."""
+    context = {**CDK_CONTEXT["semif"],
+               "environments": {**CDK_CONTEXT["semif"]["environments"], env_name: environment(env_name, changes)}}
+    return load_deployment(context, env_name)
+
+
+def problems(env_name: str, changes: dict[str, Any]) -> dict[str, str]:
+    """The problems (key -> message) the configuration change is refused with."""
+    with pytest.raises(ConfigError) as caught:
+        load(env_name, changes)
+    return dict(caught.value.problems)
+
+
 def synth(env_name: str, outdir: Path, changes: dict[str, Any] | None = None, *,
           validation: bool = False, **kwargs: Any) -> tuple[App, SemifStack]:
     app = App(context=context_for(env_name, changes), outdir=str(outdir), analytics_reporting=False,
@@ -73,12 +106,51 @@ class Synth:
     def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
         return {k: v for k, v in self.json["Resources"].items() if v["Type"] == resource_type}
 
+    def construct(self, logical_id: str) -> IConstruct:
+        """The construct that made a template resource, found by the resource's `aws:cdk:path`."""
+        path = self.json["Resources"][logical_id]["Metadata"]["aws:cdk:path"].split("/")
+        assert path[0] == self.stack.node.id, path
+        node: IConstruct = self.stack
+        for part in path[1:]:
+            child = node.node.try_find_child(part)
+            assert child is not None, f"{'/'.join(path)}: no construct {part!r} under {node.node.path}"
+            node = child
+        return node
+
     def one(self, resource_type: str, path_part: str) -> tuple[str, dict[str, Any]]:
         """The single resource of a type whose construct path contains `path_part`."""
         found = [(k, v) for k, v in self.resources(resource_type).items()
                  if path_part in v.get("Metadata", {}).get("aws:cdk:path", "")]
         assert len(found) == 1, f"{resource_type} at *{path_part}*: {[k for k, _ in found]}"
         return found[0]
+
+
+SHARED: dict[str, Synth] = {}
+
+
+def shared_synth(name: str, factory: pytest.TempPathFactory, env_name: str,
+                 changes: dict[str, Any] | None = None) -> Synth:
+    """One synth per name and test process, whichever test directory asks first (synth costs seconds)."""
+    if name not in SHARED:
+        SHARED[name] = Synth(*synth(env_name, factory.mktemp(f"cdk-{name}"), changes))
+    return SHARED[name]
+
+
+def acknowledgements(construct: IConstruct) -> dict[str, str]:
+    """cdk-nag findings acknowledged on a construct itself (finding id -> reason)."""
+    found: dict[str, str] = {}
+    for entry in construct.node.metadata:
+        if entry.type == ACK_METADATA:
+            found.update({key.removeprefix(ACK_PREFIX): reason for key, reason in dict(entry.data).items()})
+    return found
+
+
+def acknowledgements_in_effect(construct: IConstruct) -> dict[str, str]:
+    """Findings acknowledged on a construct or any construct above it (an acknowledgement covers children)."""
+    found: dict[str, str] = {}
+    for scope in construct.node.scopes:
+        found.update(acknowledgements(scope))
+    return found
 
 
 def write_gguf(path: Path, *, architecture: str = "llama", context: int = 2048) -> Path:

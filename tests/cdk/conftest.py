@@ -1,4 +1,4 @@
-"""Fixtures of the CDK app tests: each shipped environment is synthesized once per session, in process."""
+"""Fixtures of the CDK app tests: the synthesized environments (cdk_fixtures.py) and small GGUF files."""
 
 from __future__ import annotations
 
@@ -6,17 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cdk_support import Synth, synth, write_gguf
+from cdk_fixtures import dev, prod, variant
+from cdk_support import write_gguf
 
-
-@pytest.fixture(scope="session")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(*synth("dev", tmp_path_factory.mktemp("cdk-dev")))
-
-
-@pytest.fixture(scope="session")
-def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(*synth("prod", tmp_path_factory.mktemp("cdk-prod")))
+__all__ = ["dev", "make_gguf", "prod", "variant"]
 
 
 @pytest.fixture

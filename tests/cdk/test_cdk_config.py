@@ -6,32 +6,14 @@ from typing import Any
 
 import pytest
 from aws_cdk.region_info import RegionInfo
-from cdk_support import CDK_CONTEXT, environment
+from cdk_support import CDK_CONTEXT, load, problems
 
-from stacks.config import (
-    CUDA13_AMI_VERSIONS,
-    ConfigError,
-    Deployment,
-    S3Model,
-    load_deployment,
-)
+from stacks.config import CUDA13_AMI_VERSIONS, ConfigError, S3Model, load_deployment
 from stacks.dlc import DlcRegistry
 from stacks.instances import InstanceTypeError, describe_instance, realtime_instance_types
 from stacks.timeouts import MAX_SECONDS, STARTUP_FLOOR_SECONDS, derive_timeouts
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-
-
-def load(env_name: str, changes: dict[str, Any] | None = None) -> Deployment:
-    context = {**CDK_CONTEXT["semif"],
-               "environments": {**CDK_CONTEXT["semif"]["environments"], env_name: environment(env_name, changes)}}
-    return load_deployment(context, env_name)
-
-
-def problems(env_name: str, changes: dict[str, Any]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as caught:
-        load(env_name, changes)
-    return dict(caught.value.problems)
 
 
 def test_shipped_environments_parse_with_the_documented_defaults() -> None:

@@ -9,11 +9,9 @@ from typing import Any
 import pytest
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
-from cdk_support import Synth, synth
+from cdk_support import Synth, acknowledgements, synth
 
 from stacks.nag import acknowledge
-
-ACK_METADATA = "aws:cdk:acknowledged-rules"
 
 
 def report(synth_result: Synth) -> dict[str, Any]:
@@ -42,15 +40,12 @@ def test_every_acknowledgement_has_a_reason_and_is_one_finding(dev: Synth, prod:
     seen = 0
     for result in (dev, prod):
         for construct in result.stack.node.find_all():
-            for entry in construct.node.metadata:
-                if entry.type != ACK_METADATA:
-                    continue
-                for finding, reason in dict(entry.data).items():
-                    seen += 1
-                    assert len(reason.strip()) >= 20, f"{construct.node.path}: {finding} has no real reason"
-                    assert finding != "AwsSolutions-IAM5", "IAM5 is acknowledged per finding, never wholesale"
-                    if finding.startswith("AwsSolutions-IAM5"):
-                        assert finding.startswith("AwsSolutions-IAM5[") and finding.endswith("]"), finding
+            for finding, reason in acknowledgements(construct).items():
+                seen += 1
+                assert len(reason.strip()) >= 20, f"{construct.node.path}: {finding} has no real reason"
+                assert finding != "AwsSolutions-IAM5", "IAM5 is acknowledged per finding, never wholesale"
+                if finding.startswith("AwsSolutions-IAM5"):
+                    assert finding.startswith("AwsSolutions-IAM5[") and finding.endswith("]"), finding
     assert seen > 10
 
 

@@ -1,33 +1,14 @@
-"""Optional features, synthesized together once: pinned S3 model, VPC with endpoints, data capture."""
+"""Optional features, synthesized together once (the `variant` fixture): pinned S3 model, VPC with endpoints,
+data capture."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import pytest
-from cdk_support import Synth, synth
+from cdk_support import GROUPS, KEY_ARN, SUBNETS, Synth
 
 from stacks.timeouts import derive_timeouts
-
-KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/0b1c2d3e-0000-4000-8000-0123456789ab"
-SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
-GROUPS = ["sg-0123456789abcdef0"]
-CHANGES: dict[str, Any] = {
-    "model": {"source": "s3", "uri": "s3://models-bucket/llm/model.tar.gz", "version_id": "v2",
-              "model_file": "llm/q4.gguf", "model_bytes": 4_000_000_000, "kms_key_arn": KEY_ARN},
-    "vpc": {"subnet_ids": SUBNETS, "security_group_ids": GROUPS,
-            "vpc_endpoints": {"vpc_id": "vpc-0123456789abcdef0", "route_table_ids": ["rtb-0123456789abcdef0"]}},
-    "chat": {"data_capture": {"sampling_percentage": 20, "capture_output": False}},
-    "decision": {"startup_health_check_timeout_s": 1800},
-}
-
-
-@pytest.fixture(scope="module")
-def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    # Runs cdk-nag like every synth here: the optional resources must be clean too.
-    return Synth(*synth("dev", tmp_path_factory.mktemp("cdk-variant"), CHANGES))
 
 
 def test_an_existing_pinned_object_is_loaded_and_only_that_object_is_readable(variant: Synth) -> None:
