@@ -40,5 +40,6 @@ def score_options(plan: PromptPlan, branches: tuple[BranchLogits, ...], temperat
         mass += float(np.exp(np.logaddexp.reduce(values) - logits.log_normalizer))
     option_logits = totals / len(branches)
     return Scores(option_logits=option_logits.tolist(),
-                  probabilities=softmax(option_logits / temperature).tolist(),
+                  # shift before dividing: logits / a tiny temperature overflow to inf (and inf - inf is NaN)
+                  probabilities=softmax((option_logits - option_logits.max()) / temperature).tolist(),
                   allowed_token_mass=min(1.0, mass / len(branches)))
