@@ -71,7 +71,7 @@ class Decision(BaseModel):
 class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     decision: Decision
-    temperature: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+    temperature: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)] = 1.0  # no "0.5", no true
     debias: Debias = Debias.NONE
 
 
