@@ -13,8 +13,9 @@ starts from the same state whatever happened before, errors included.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 import llama_cpp
 import numpy as np
@@ -23,6 +24,7 @@ from .llama_runtime import LlamaRuntime
 from .prompt import ChatFrame, PromptPlan
 
 DECODE_ABORTED = 2  # llama_decode's return value when the abort callback said stop
+TOKEN_CACHE_BUDGET = 1 << 18  # tokens of user text kept for reuse, all entries together (~10 MB)
 
 
 class PromptTooLongError(ValueError):
@@ -63,6 +65,33 @@ class _Piece:
     wants_logits: bool
 
 
+class TokenCache:
+    """Tokens of recently seen user texts, bounded by their total length, not by their count.
+
+    A count bound let memory grow with the texts' size: every refused 6 MB state stayed resident
+    (about 100 MB each). A text longer than the context can never be evaluated, so it is not kept.
+    """
+
+    def __init__(self, tokenize: Callable[[str], tuple[int, ...]], longest: int,
+                 budget: int = TOKEN_CACHE_BUDGET) -> None:
+        self._tokenize, self._longest, self._budget = tokenize, longest, budget
+        self._entries: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+        self._size = 0
+
+    def __call__(self, text: str) -> tuple[int, ...]:
+        tokens = self._entries.get(text)
+        if tokens is not None:
+            self._entries.move_to_end(text)
+            return tokens
+        tokens = self._tokenize(text)
+        if len(tokens) <= self._longest:
+            self._entries[text] = tokens
+            self._size += len(tokens)
+            while self._size > self._budget:
+                self._size -= len(self._entries.popitem(last=False)[1])
+        return tokens
+
+
 class DecisionEngine:
     """Evaluates prompt plans on one llama.cpp context; callers serialise access."""
 
@@ -76,7 +105,7 @@ class DecisionEngine:
         self._cached: list[tuple[str, int]] = []  # (chunk text, token count) held by sequence 0
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
         self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, len(slot_tokens))
-        self._user_tokens = lru_cache(maxsize=4096)(self._tokenize_user_text)
+        self._user_tokens = TokenCache(self._tokenize_user_text, longest=runtime.n_ctx)
 
     def _tokenize_user_text(self, text: str) -> tuple[int, ...]:
         return tuple(self.runtime.tokenize(text, special=False))
