@@ -32,6 +32,16 @@ if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$requirements_key" ];
   echo "$requirements_key" > "$VENV/.requirements.sha256"
 fi
 
+# checkov (template scanner of tests/security) in its own venv: its dependency tree conflicts with our pins.
+CHECKOV_VENV=.venv-checkov
+checkov_key=$(fingerprint requirements-security.txt <("$PYTHON" --version))
+if [ "$(cat "$CHECKOV_VENV/.requirements.sha256" 2>/dev/null)" != "$checkov_key" ]; then
+  step "installing checkov into $CHECKOV_VENV"
+  "$PYTHON" -m venv --clear "$CHECKOV_VENV"
+  "$CHECKOV_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-security.txt
+  echo "$checkov_key" > "$CHECKOV_VENV/.requirements.sha256"
+fi
+
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "installing the pinned AWS CDK CLI (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
