@@ -1,13 +1,16 @@
 """Prompt plan -> tokens -> KV cache -> the raw logits at each branch's last position.
 
 Sequence 0 of the KV cache keeps the chunks of the previous request (head,
-state, question). A request reuses the longest run of identical chunks and
-evaluates only the rest, always chunk by chunk at the same boundaries, so a
-chunk's KV entries are bit-identical whether reused or computed. Branches
-(one per option ordering) share the prefix cells through `llama_memory_seq_cp`
-and are decoded together, one sequence id each. After every request the cache
-is left holding only the prefix, laid out in cells [0, n): the next request
-starts from the same state whatever happened before, errors included.
+state, and the question when it was decoded alone). A request reuses the
+longest run of identical chunks and evaluates only the rest, always at the same
+boundaries, so a chunk's KV entries are bit-identical whether reused or
+computed (llama.cpp's CPU kernels round differently with the batch's packing).
+A lone branch is decoded in one call with its question, the common case's
+whole uncached suffix. Several branches (one per option ordering) share the
+prefix cells through `llama_memory_seq_cp` and are decoded together, one
+sequence id each. After every request the cache is left holding only cached
+chunks, laid out in cells [0, n): the next request starts from the same state
+whatever happened before, errors included.
 """
 
 from __future__ import annotations
@@ -55,6 +58,18 @@ class EngineResult:
     cached_tokens: int  # prefix tokens reused from the previous request
     tokenize_ms: float
     forward_ms: float
+
+
+@dataclass(frozen=True)
+class PlanTokens:
+    """A plan's tokens as the engine evaluates them; public so benchmarks time exactly these tokens."""
+
+    chunks: list[tuple[str, list[int]]]  # head, state, question: the text is the cache key
+    branches: list[list[int]]  # one per option ordering: lettered options + template tail
+
+    @property
+    def prefix(self) -> int:
+        return sum(len(tokens) for _, tokens in self.chunks)
 
 
 @dataclass(frozen=True)
@@ -114,36 +129,50 @@ class DecisionEngine:
     def head_tokens(self) -> int:
         return len(self._head_tokens)
 
-    def score(self, plan: PromptPlan) -> EngineResult:
-        started = time.perf_counter()
+    def tokens(self, plan: PromptPlan) -> PlanTokens:
+        """Chunk by chunk, never the whole text at once: a chunk's tokens must not depend on its neighbours."""
         if plan.head != self._head_text:
             raise ValueError("plan was built for another chat frame")
         chunks = [(plan.head, list(self._head_tokens)), (plan.state, list(self._user_tokens(plan.state))),
                   (plan.question, list(self._user_tokens(plan.question)))]
         branches = [[token for piece in branch.pieces for token in self._user_tokens(piece)]
                     + self._tail_tokens for branch in plan.branches]
-        prefix = sum(len(tokens) for _, tokens in chunks)
+        return PlanTokens(chunks=chunks, branches=branches)
+
+    def score(self, plan: PromptPlan) -> EngineResult:
+        started = time.perf_counter()
+        planned = self.tokens(plan)
+        chunks, branches, prefix = planned.chunks, planned.branches, planned.prefix
         needed = prefix + sum(len(tokens) for tokens in branches)
         if needed > self.runtime.n_ctx:
             raise PromptTooLongError(needed, self.runtime.n_ctx, prefix, len(branches[0]), len(branches))
+        # One branch: the question is decoded together with it (one llama_decode instead of two). Its KV
+        # entries then depend on that packing, so such a question is never cached; several branches
+        # need the question in every sequence first, so there it is decoded alone and may be reused.
+        merged = len(branches) == 1
+        cacheable = chunks[:-1] if merged else chunks
         tokenized = time.perf_counter()
         try:
-            reused = self._reuse_prefix([text for text, _ in chunks])
+            reused = self._reuse_prefix([text for text, _ in cacheable])
             cached = sum(count for _, count in self._cached)
             position = cached
-            for text, tokens in chunks[reused:]:
+            for text, tokens in cacheable[reused:]:
                 self._run([_Piece(0, position, tokens, False)])
                 position += len(tokens)
                 self._cached.append((text, len(tokens)))
-            for seq in range(1, len(branches)):
-                llama_cpp.llama_memory_seq_cp(self.runtime.memory, 0, seq, -1, -1)
-            results = self._run_branches(branches, prefix, len(plan.branches[0].order))
+            slots = len(plan.branches[0].order)
+            if merged:
+                results = self._run_branches([chunks[-1][1] + branches[0]], position, slots)
+            else:
+                for seq in range(1, len(branches)):
+                    llama_cpp.llama_memory_seq_cp(self.runtime.memory, 0, seq, -1, -1)
+                results = self._run_branches(branches, prefix, slots)
         except BaseException:
             llama_cpp.llama_memory_clear(self.runtime.memory, False)
             self._cached = []
             raise
         finally:
-            self._drop_branches(len(branches), prefix)
+            self._drop_branches(len(branches), sum(count for _, count in self._cached))
         finished = time.perf_counter()
         return EngineResult(
             branches=tuple(results), prompt_tokens=prefix + len(branches[0]),
