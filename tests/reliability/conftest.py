@@ -1,0 +1,41 @@
+"""The real servers for the reliability tests, started as the local endpoints start them (`scripts.reliability`).
+
+One decision adapter serves the whole session. Its queue admits 8 instead of 32,
+so the disconnect test proves "no slot leaked" with a burst of 8 decisions
+rather than 32; the load test keeps 6 clients + 2 slow senders within it, so a
+503 there is still a failure. Tests that must kill or break an adapter start
+their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scripts.reliability.bodies import post_json
+from scripts.reliability.servers import Server, start_decision
+
+QUEUE_SIZE = 8
+
+
+@pytest.fixture(scope="session")
+def adapter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = start_decision(tmp_path_factory.mktemp("reliability-adapter"), {"SEMIF_QUEUE_SIZE": str(QUEUE_SIZE)})
+    yield server
+    stopped = server.stop()
+    assert stopped.status == 0, f"the adapter exited {stopped.status} on SIGTERM\n{server.log_text()[-3000:]}"
+
+
+@pytest.fixture(scope="session")
+def post(adapter: Server) -> Iterator[Callable[[bytes], httpx.Response]]:
+    """POST raw bytes as application/json to the shared adapter."""
+    with httpx.Client(timeout=120) as client:
+        yield lambda raw: post_json(client, adapter.url, raw)
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    return tmp_path / "logs"

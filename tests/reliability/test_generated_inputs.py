@@ -1,0 +1,43 @@
+"""Generated inputs: hypothesis properties of the schema (in-process and over HTTP), schemathesis from OpenAPI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from scripts.reliability.fuzz import run_openapi_fuzz
+from scripts.reliability.openapi import decision_openapi
+from scripts.reliability.properties import check_http, check_validation
+from scripts.reliability.servers import Server
+from semif_adapter.request_schema import DecisionRequest
+
+
+def test_validation_raises_only_request_errors_and_accepted_requests_round_trip() -> None:
+    tried = check_validation(max_examples=250)
+    assert set(tried) == {"valid", "mutated", "bytes"}
+
+
+@pytest.mark.slow
+def test_nothing_over_http_gets_a_server_error(post: Callable[[bytes], httpx.Response]) -> None:
+    tried = check_http(max_examples=30, post=post)
+    assert any(kind.startswith("valid -> 200") for kind in tried)
+    assert any(kind.endswith("-> 400") for kind in tried)
+
+
+def test_openapi_request_schema_is_the_adapters_own() -> None:
+    document = decision_openapi()
+    schemas = document["components"]["schemas"]
+    generated = DecisionRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    assert schemas["DecisionRequest"] == {key: value for key, value in generated.items() if key != "$defs"}
+    assert {name: schemas[name] for name in generated["$defs"]} == generated["$defs"]
+
+
+@pytest.mark.slow
+def test_schemathesis_finds_no_server_error_nor_contract_break(adapter: Server) -> None:
+    result = run_openapi_fuzz(adapter.url, max_examples=12)
+    assert result["problems"] == [], result
+    statuses = result["by_operation_and_status"]
+    assert any(key.startswith("POST /invocations positive -> 200") for key in statuses)
+    assert any(key.startswith("POST /invocations negative -> 4") for key in statuses)
