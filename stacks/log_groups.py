@@ -21,6 +21,8 @@ LOGS_KEY_ACTIONS = ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:Gener
 
 @dataclass(frozen=True)
 class LogSettings:
+    """Passed to every construct that makes a log group, so none can be made without retention or the key."""
+
     retention: logs.RetentionDays
     key: kms.IKey
 
