@@ -1,0 +1,107 @@
+"""What one benchmark run measures: the full grid (about 10 minutes on 2 cores) or the quick one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scripts.bench.workload import Spec
+
+FRESH, SAME = "fresh", "same"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A decision shape: state size, option count, fresh state or same state with another question."""
+
+    size: str
+    options: int
+    mode: str
+    debias: str = "none"
+
+    @property
+    def name(self) -> str:
+        return f"{self.size}/{self.options}/{self.mode}" + ("/permute" if self.debias == "permute" else "")
+
+    @property
+    def cached_chunks(self) -> int:
+        """Chunks the adapter finds cached: the head always (after warm-up), the state too when it repeats."""
+        return 1 if self.mode == FRESH else 2
+
+
+@dataclass(frozen=True)
+class Knob:
+    label: str
+    env: dict[str, str]
+    long: bool  # also time the ~1500-token prompt (where ubatch and attention settings matter most)
+
+
+@dataclass(frozen=True)
+class Config:
+    quick: bool
+    repeats: int
+    warmup: int
+    scenarios: tuple[Scenario, ...]
+    reference: tuple[str, ...]  # scenario names the fresh reference method also runs
+    chat: tuple[str, ...]  # scenario names the chat path also answers
+    permute: tuple[Scenario, ...]
+    concurrency: tuple[int, ...]
+    concurrency_requests: int
+    concurrency_scenario: Scenario
+    queue_size: int
+    overflow_extra: int
+    fanout: int
+    fanout_repeats: int
+    fanout_size: str
+    fanout_options: int
+    knob_size: str
+    knobs: tuple[Knob, ...] = field(default=())
+
+    def repeats_for(self, scenario: Scenario) -> int:
+        """Long prompts cost seconds each: three repeats in the full run."""
+        return 3 if scenario.size == "long" and not self.quick else self.repeats
+
+    def numbered(self) -> list[tuple[int, Scenario]]:
+        """Scenarios with the ordinal that fixes their requests, the same in every phase."""
+        return list(enumerate(self.scenarios + self.permute))
+
+    def specs(self, scenario: Scenario, ordinal: int) -> tuple[list[Spec], list[Spec]]:
+        """(warm-up, measured) requests; every scenario gets its own block of state indices."""
+        base = 1000 * (ordinal + 1)
+        count = self.warmup + self.repeats_for(scenario)
+        if scenario.mode == FRESH:
+            specs = [Spec(scenario.size, base + i, i, scenario.options, scenario.debias) for i in range(count)]
+        else:  # the warm-up request puts the state in the cache; each measured one asks another question
+            specs = [Spec(scenario.size, base, i, scenario.options, scenario.debias) for i in range(count)]
+        return specs[:self.warmup], specs[self.warmup:]
+
+
+def full() -> Config:
+    grid = [Scenario(size, 4, mode) for size in ("short", "medium", "long") for mode in (FRESH, SAME)]
+    grid += [Scenario("medium", options, mode) for options in (2, 8, 16) for mode in (FRESH, SAME)]
+    return Config(
+        quick=False, repeats=5, warmup=1, scenarios=tuple(grid),
+        reference=(*(s.name for s in grid if s.mode == FRESH), "medium/4/same"),
+        chat=("short/4/fresh", "medium/4/fresh", "medium/4/same"),
+        permute=(Scenario("medium", 4, FRESH, "permute"), Scenario("medium", 4, SAME, "permute")),
+        concurrency=(1, 4, 16), concurrency_requests=32, concurrency_scenario=Scenario("short", 4, FRESH),
+        queue_size=32, overflow_extra=8, fanout=8, fanout_repeats=2, fanout_size="medium", fanout_options=4,
+        knob_size="medium",
+        knobs=(Knob("default", {}, True), Knob("threads=1", {"SM_LLAMA_CPP_THREADS": "1"}, False),
+               Knob("flash_attn=on", {"SM_LLAMA_CPP_FLASH_ATTN": "on"}, False),
+               Knob("flash_attn=off", {"SM_LLAMA_CPP_FLASH_ATTN": "off"}, True),
+               Knob("ubatch=128", {"SM_LLAMA_CPP_UBATCH_SIZE": "128"}, True),
+               Knob("ubatch=2048", {"SM_LLAMA_CPP_UBATCH_SIZE": "2048"}, True)),
+    )
+
+
+def quick() -> Config:
+    """Every phase in its smallest form: for the test that keeps the benchmark from rotting."""
+    grid = (Scenario("short", 2, FRESH), Scenario("short", 2, SAME))
+    return Config(
+        quick=True, repeats=2, warmup=1, scenarios=grid, reference=("short/2/fresh", "short/2/same"),
+        chat=("short/2/fresh",), permute=(Scenario("short", 2, SAME, "permute"),),
+        concurrency=(1, 2), concurrency_requests=4, concurrency_scenario=Scenario("short", 2, FRESH),
+        queue_size=2, overflow_extra=2, fanout=2, fanout_repeats=1, fanout_size="short", fanout_options=2,
+        knob_size="short",
+        knobs=(Knob("default", {}, False), Knob("threads=1", {"SM_LLAMA_CPP_THREADS": "1"}, False)),
+    )

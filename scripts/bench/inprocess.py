@@ -1,0 +1,240 @@
+"""In-process measurements through the adapter's own llama.cpp layer: floor, reference method, overheads.
+
+The floor and the reference use `semif_adapter`'s runtime, prompt builder and
+tokenization, so they evaluate exactly the tokens the adapter evaluates; only
+the way they are evaluated differs. The floor times nothing but the native
+`llama_decode` calls (filling the batch is Python's cost, not llama.cpp's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+
+from scripts.bench.workload import Spec
+from semif_adapter.kv_engine import DecisionEngine, PlanTokens
+from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
+from semif_adapter.prompt import ChatFrame, PromptPlan, build_plan
+from semif_adapter.request_schema import DecisionRequest, parse_request
+from semif_adapter.response import ModelIdentity, Timing, render
+from semif_adapter.scoring import score_options, softmax
+from semif_adapter.settings import Settings, load_settings
+
+Piece = tuple[int, int, list[int], bool]  # sequence id, first position, tokens, logits for the last token
+
+
+class Decoder:
+    """Raw `llama_decode` on a runtime's context, with a batch of its own."""
+
+    def __init__(self, runtime: LlamaRuntime) -> None:
+        self.runtime = runtime
+        self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, MAX_BRANCHES)
+
+    def clear(self) -> None:
+        llama_cpp.llama_memory_clear(self.runtime.memory, False)
+
+    def copy_prefix(self, branches: int) -> None:
+        for seq in range(1, branches):
+            llama_cpp.llama_memory_seq_cp(self.runtime.memory, 0, seq, -1, -1)
+
+    def decode(self, pieces: list[Piece]) -> float:
+        """Seconds spent inside llama_decode for these pieces (split at the batch size, as llama.cpp needs)."""
+        flat = [(seq, start + i, token, last and i == len(tokens) - 1)
+                for seq, start, tokens, last in pieces for i, token in enumerate(tokens)]
+        batch, limit, spent = self._batch, self.runtime.n_batch, 0.0
+        for offset in range(0, len(flat), limit):
+            window = flat[offset:offset + limit]
+            for index, (seq, pos, token, logits) in enumerate(window):
+                batch.token[index], batch.pos[index], batch.n_seq_id[index] = token, pos, 1
+                batch.seq_id[index][0], batch.logits[index] = seq, logits
+            batch.n_tokens = len(window)
+            started = time.perf_counter()
+            status = llama_cpp.llama_decode(self.runtime.context, batch)
+            spent += time.perf_counter() - started
+            if status != 0:
+                raise RuntimeError(f"llama_decode failed with status {status}")
+        return spent
+
+    def close(self) -> None:
+        llama_cpp.llama_batch_free(self._batch)
+
+
+@dataclass
+class Model:
+    """One model and context, as the adapter opens them, plus a raw decoder on the same context."""
+
+    runtime: LlamaRuntime
+    frame: ChatFrame
+    engine: DecisionEngine
+    decoder: Decoder
+    settings: Settings
+    path: Path
+
+    @classmethod
+    def open(cls, path: Path, env: Mapping[str, str]) -> Model:
+        settings = load_settings(env)
+        runtime = LlamaRuntime(path, settings)
+        frame = runtime.chat_frame(settings.chat_template)
+        engine = DecisionEngine(runtime, frame, runtime.slot_tokens(frame))
+        return cls(runtime, frame, engine, Decoder(runtime), settings, path)
+
+    def plan(self, spec: Spec) -> PromptPlan:
+        return build_plan(self.frame, DecisionRequest.model_validate(spec.body()))
+
+    def tokens(self, spec: Spec) -> PlanTokens:
+        return self.engine.tokens(self.plan(spec))
+
+    def fresh_engine(self) -> DecisionEngine:
+        """An engine whose idea of the cache matches the (cleared) cache: the floor runs trample it."""
+        self.decoder.clear()
+        self.engine.close()
+        self.engine = DecisionEngine(self.runtime, self.frame, self.runtime.slot_tokens(self.frame))
+        return self.engine
+
+    def close(self) -> None:
+        self.decoder.close()
+        self.engine.close()
+        self.runtime.close()
+
+
+def _joined(chunks: list[tuple[str, list[int]]]) -> list[int]:
+    return [token for _, tokens in chunks for token in tokens]
+
+
+def floor_ms(model: Model, tokens: PlanTokens, cached_chunks: int) -> float:
+    """Decode time of the tokens a decision computes when its first `cached_chunks` chunks are cached."""
+    decoder = model.decoder
+    decoder.clear()
+    cached = _joined(tokens.chunks[:cached_chunks])
+    if cached:
+        decoder.decode([(0, 0, cached, False)])
+    rest = _joined(tokens.chunks[cached_chunks:])
+    if len(tokens.branches) == 1:
+        return decoder.decode([(0, len(cached), rest + tokens.branches[0], True)]) * 1000
+    spent = decoder.decode([(0, len(cached), rest, False)]) if rest else 0.0
+    decoder.copy_prefix(len(tokens.branches))
+    spent += decoder.decode([(seq, tokens.prefix, branch, True) for seq, branch in enumerate(tokens.branches)])
+    return spent * 1000
+
+
+def reference_ms(model: Model, spec: Spec) -> tuple[float, list[float]]:
+    """SemIf's fresh method: render, tokenize, re-evaluate the whole prompt, softmax over the letters."""
+    started = time.perf_counter()
+    plan = model.plan(spec)
+    tokens = model.engine.tokens(plan)
+    model.decoder.clear()
+    model.decoder.decode([(0, 0, _joined(tokens.chunks) + tokens.branches[0], True)])
+    row = model.runtime.logits_row(-1)
+    probabilities = softmax(row[model.engine.slot_tokens[:len(plan.branches[0].order)]].astype(np.float64))
+    return (time.perf_counter() - started) * 1000, probabilities.tolist()
+
+
+@contextlib.contextmanager
+def decode_clock() -> Iterator[list[float]]:
+    """Time every llama_decode call made by the adapter's code (it calls it through the module)."""
+    spent = [0.0]
+    real = llama_cpp.llama_decode
+
+    def timed(context: object, batch: object) -> int:
+        started = time.perf_counter()
+        try:
+            return real(context, batch)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    llama_cpp.llama_decode = timed
+    try:
+        yield spent
+    finally:
+        llama_cpp.llama_decode = real
+
+
+def pipeline_overhead_ms(model: Model, specs: list[Spec]) -> list[float]:
+    """Per decision: the adapter's in-process pipeline (parse -> plan -> score -> render) minus llama_decode."""
+    engine = model.fresh_engine()
+    identity = ModelIdentity.of(model.path, model.runtime.facts, "0" * 64)
+    overheads = []
+    with decode_clock() as spent:
+        for spec in specs:
+            body = json.dumps(spec.body()).encode()
+            spent[0] = 0.0
+            started = time.perf_counter()
+            request = parse_request(body)
+            plan = build_plan(model.frame, request)
+            result = engine.score(plan)
+            scores = score_options(plan, result.branches, request.temperature)
+            render(request, plan=plan, result=result, scores=scores, model=identity, timing=Timing(0.0, 0.0))
+            overheads.append((time.perf_counter() - started - spent[0]) * 1000)
+    model.fresh_engine()
+    return overheads
+
+
+def _last_logits(model: Model, output: int) -> np.ndarray:
+    return model.runtime.logits_row(output).copy()
+
+
+def batching_probe(model: Model, first: PlanTokens, second: PlanTokens, repeats: int) -> dict[str, object]:
+    """Two same-state suffixes in one decode vs one after the other: speed, and are the numbers the same?
+
+    This is what batching concurrent requests would do; the adapter could ship it only if both requests'
+    numbers were bit-identical to their numbers alone, because a decision must not depend on what else
+    was in flight.
+    """
+    decoder = model.decoder
+    state = _joined(first.chunks[:2])
+    suffixes = [_joined(t.chunks[2:]) + t.branches[0] for t in (first, second)]
+    apart, together = [], []
+    alone: list[np.ndarray] = []
+    batched: list[np.ndarray] = []
+    for _ in range(repeats):
+        decoder.clear()
+        decoder.decode([(0, 0, state, False)])
+        spent, alone = 0.0, []
+        for suffix in suffixes:
+            spent += decoder.decode([(0, len(state), suffix, True)])
+            alone.append(_last_logits(model, -1))
+            llama_cpp.llama_memory_seq_rm(model.runtime.memory, 0, len(state), -1)
+        apart.append(spent * 1000)
+        decoder.copy_prefix(2)
+        together.append(decoder.decode([(0, len(state), suffixes[0], True), (1, len(state), suffixes[1], True)])
+                        * 1000)
+        # logits_row takes a batch position, not an output number
+        ends = [len(suffixes[0]) - 1, len(suffixes[0]) + len(suffixes[1]) - 1]
+        batched = [_last_logits(model, end) for end in ends]
+    return {"apart_ms": float(np.median(apart)), "together_ms": float(np.median(together)),
+            "speedup": round(float(np.median(apart) / np.median(together)), 3),
+            "bit_identical": [bool(np.array_equal(a, b)) for a, b in zip(alone, batched, strict=True)],
+            "max_abs_logit_diff": max(float(np.abs(a - b).max()) for a, b in zip(alone, batched, strict=True))}
+
+
+def chunking_probe(model: Model, tokens: PlanTokens, repeats: int) -> dict[str, object]:
+    """What the engine's fixed boundaries cost against one decode of the same tokens (head cached):
+    now state, then question + branch; before, state, question and branch as three decodes."""
+    decoder, head = model.decoder, tokens.chunks[0][1]
+    state, question, branch = tokens.chunks[1][1], tokens.chunks[2][1], tokens.branches[0]
+    layouts = {"one_decode": [state + question + branch], "state_then_suffix": [state, question + branch],
+               "three_decodes": [state, question, branch]}
+    times: dict[str, list[float]] = {name: [] for name in layouts}
+    logits: dict[str, np.ndarray] = {}
+    for _ in range(repeats):
+        for name, parts in layouts.items():
+            decoder.clear()
+            decoder.decode([(0, 0, head, False)])
+            spent, position = 0.0, len(head)
+            for index, part in enumerate(parts):
+                spent += decoder.decode([(0, position, part, index == len(parts) - 1)])
+                position += len(part)
+            times[name].append(spent * 1000)
+            logits[name] = _last_logits(model, -1)
+    medians = {f"{name}_ms": float(np.median(values)) for name, values in times.items()}
+    return {**medians, "state_then_suffix_ratio": round(medians["state_then_suffix_ms"] / medians["one_decode_ms"], 3),
+            "three_decodes_ratio": round(medians["three_decodes_ms"] / medians["one_decode_ms"], 3),
+            "bit_identical": {name: bool(np.array_equal(logits["one_decode"], value)) for name, value in logits.items()
+                              if name != "one_decode"}}

@@ -1,0 +1,130 @@
+"""Scenarios measured in pairs: floor, adapter, reference and chat take turns on the same request.
+
+The machine is shared and its load drifts by the minute; measuring one system
+for minutes and then the next would compare load levels as much as systems.
+Here all of them are up at once (idle servers use no CPU) and, request by
+request, each system answers the same decision in a rotating order, with a
+short pause between turns so the previous system's OpenMP threads have stopped
+spinning. Ratios are then taken between measurements seconds apart.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+from scripts.bench import http_runs
+from scripts.bench.config import FRESH, Config, Scenario
+from scripts.bench.http_runs import Outcome
+from scripts.bench.inprocess import Model, floor_ms, reference_ms
+from scripts.bench.stats import summarize
+from scripts.bench.workload import Spec
+
+SETTLE_S = 0.05  # libgomp spins a few ms after a parallel region before it sleeps
+ANSWER_SAMPLES = 4
+
+
+class Systems:
+    """The four ways to answer one decision, each a function of the request spec."""
+
+    def __init__(self, model: Model, adapter: httpx.Client, chat: httpx.Client | None) -> None:
+        self.model, self.adapter, self.chat = model, adapter, chat
+
+    def names(self, config: Config, scenario: Scenario) -> list[str]:
+        names = ["floor", "adapter"]
+        if scenario.mode == FRESH:
+            names.append("floor_fresh")
+        if scenario.name in config.reference:
+            names.append("reference")
+        if self.chat is not None and scenario.name in config.chat:
+            names.append("chat")
+        return names
+
+    def measure(self, name: str, scenario: Scenario, spec: Spec) -> float | Outcome:
+        if name == "floor":
+            return floor_ms(self.model, self.model.tokens(spec), scenario.cached_chunks)
+        if name == "floor_fresh":
+            return floor_ms(self.model, self.model.tokens(spec), 0)
+        if name == "reference":
+            return reference_ms(self.model, spec)[0]
+        if name == "adapter":
+            return http_runs.post(self.adapter, "/invocations", http_runs.encode(spec))
+        assert self.chat is not None
+        return http_runs.post(self.chat, "/v1/chat/completions", http_runs.chat_body(spec))
+
+
+def _tokens(model: Model, scenario: Scenario, specs: list[Spec]) -> dict[str, Any]:
+    planned = [model.tokens(spec) for spec in specs]
+    cached = [sum(len(t) for _, t in tokens.chunks[:scenario.cached_chunks]) for tokens in planned]
+    first = planned[0]
+    return {
+        "head": len(first.chunks[0][1]),
+        "state": round(sum(len(t.chunks[1][1]) for t in planned) / len(planned)),
+        "question": round(sum(len(t.chunks[2][1]) for t in planned) / len(planned)),
+        "branch": len(first.branches[0]), "branches": len(first.branches),
+        "prompt": round(sum(t.prefix + len(t.branches[0]) for t in planned) / len(planned)),
+        "uncached": round(sum(t.prefix - hit + sum(len(b) for b in t.branches)
+                              for t, hit in zip(planned, cached, strict=True)) / len(planned)),
+        "expected_cached": cached,
+    }
+
+
+def _adapter_summary(outcomes: list[Outcome], floors: list[float]) -> dict[str, Any]:
+    ok = [o for o in outcomes if o.ok and o.document]
+    timing = [o.document["timing"] for o in ok if o.document]
+    return {
+        "latency_ms": summarize([o.ms for o in ok]),
+        "server_total_ms": summarize([t["total_ms"] for t in timing]),
+        "http_overhead_ms": summarize([o.ms - t["total_ms"] for o, t in zip(ok, timing, strict=True)]),
+        "over_floor_paired": summarize([o.ms / f for o, f in zip(outcomes, floors, strict=True) if o.ok]),
+        "reported_cached_tokens": [int(t["cached_tokens"]) for t in timing],
+        "reported_evaluated_tokens": [int(t["evaluated_tokens"]) for t in timing],
+        "failures": [o.error or f"HTTP {o.status}" for o in outcomes if not o.ok],
+    }
+
+
+def _chat_summary(outcomes: list[Outcome], options: int) -> dict[str, Any]:
+    answers = [http_runs.chat_answer(o) for o in outcomes]
+    timings = [o.document.get("timings", {}) for o in outcomes if o.ok and o.document]
+    return {
+        "latency_ms": summarize([o.ms for o in outcomes if o.ok]),
+        "http_failures": [o.error or f"HTTP {o.status}" for o in outcomes if not o.ok],
+        "parse_failures": sum(a is None or http_runs.parse_choice(a, options) is None for a in answers),
+        "answers": answers[:ANSWER_SAMPLES],
+        "generated_tokens": summarize([float(t.get("predicted_n", 0)) for t in timings]),
+        "prompt_tokens_evaluated": summarize([float(t.get("prompt_n", 0)) for t in timings]),
+    }
+
+
+def paired_scenario(systems: Systems, config: Config, ordinal: int, scenario: Scenario) -> dict[str, Any]:
+    warmup, measured = config.specs(scenario, ordinal)
+    names = systems.names(config, scenario)
+    for spec in warmup:  # warms every system; for a same-state scenario, puts the state in each cache
+        for name in names:
+            systems.measure(name, scenario, spec)
+    samples: dict[str, list[Any]] = {name: [] for name in names}
+    for index, spec in enumerate(measured):
+        turn = index % len(names)
+        for name in names[turn:] + names[:turn]:
+            time.sleep(SETTLE_S)
+            samples[name].append(systems.measure(name, scenario, spec))
+    result: dict[str, Any] = {"tokens": _tokens(systems.model, scenario, measured), "systems": names,
+                              "floor_ms": summarize(samples["floor"]),
+                              "adapter": _adapter_summary(samples["adapter"], samples["floor"])}
+    if "floor_fresh" in samples:
+        result["floor_fresh_ms"] = summarize(samples["floor_fresh"])
+    if "reference" in samples:
+        result["reference_ms"] = summarize(samples["reference"])
+    if "chat" in samples:
+        result["chat"] = _chat_summary(samples["chat"], scenario.options)
+    return result
+
+
+def paired_phase(model: Model, config: Config, adapter_url: str, chat_url: str | None) -> dict[str, Any]:
+    with httpx.Client(base_url=adapter_url, timeout=http_runs.TIMEOUT) as adapter, \
+            httpx.Client(base_url=chat_url or adapter_url, timeout=http_runs.TIMEOUT) as chat:
+        systems = Systems(model, adapter, chat if chat_url else None)
+        return {scenario.name: paired_scenario(systems, config, ordinal, scenario)
+                for ordinal, scenario in config.numbered()}

@@ -1,0 +1,67 @@
+"""The benchmark in its smallest configuration, run as a user runs it: it must keep working, not be fast.
+
+No timing assertions (speed targets live in the benchmark's own output); only that every phase ran,
+the outputs are complete, and the behaviour the figures rely on held (cache hits as planned, no
+adapter failures, refusals past the queue carry Retry-After and nothing timed out).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripts.bench.http_runs import parse_choice
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_parse_choice_reads_letters_phrases_and_descriptions() -> None:
+    assert parse_choice("B", 3) == 1
+    assert parse_choice(' "C".', 3) == 2
+    assert parse_choice("The answer is A", 3) == 0
+    assert parse_choice("Refund the order in full, clearly.", 3) == 0
+    assert parse_choice("D", 3) is None  # not one of the three letters
+    assert parse_choice("I think so", 3) is None
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_decisions.py"), "--quick", "--out", str(out),
+                    "--variant-env", "OMP_WAIT_POLICY=passive"], check=True, timeout=1200, cwd=ROOT)
+    return out
+
+
+def test_quick_run_writes_json_markdown_and_chart(quick_run: Path) -> None:
+    results = json.loads((quick_run / "decisions.json").read_text())
+    assert (quick_run / "decisions.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (quick_run / "decisions.md").read_text()
+    assert "## Targets" in report and "## Concurrency" in report
+    assert {row["scenario"] for row in results["rows"]} == {"short/2/fresh", "short/2/same", "short/2/same/permute"}
+    for row in results["rows"]:
+        assert row["floor_uncached_p50"] > 0 and row["adapter_p50"] > 0
+        assert row["cache_as_expected"], row  # the adapter reused exactly the chunks the floor assumed
+    assert len(results["targets"]) == 6 and all(isinstance(t["met"], bool) for t in results["targets"])
+    assert results["meta"]["load_before"] and results["meta"]["threads"] >= 1
+    assert [v["label"] for v in results["variants"]][1] == "OMP_WAIT_POLICY=passive"
+    assert {k["label"] for k in results["knobs"]} == {"default", "threads=1"}
+
+
+def test_quick_run_behaviour_behind_the_figures(quick_run: Path) -> None:
+    results = json.loads((quick_run / "decisions.json").read_text())
+    assert all(not run["adapter"]["failures"] for run in results["scenarios"].values())
+    assert not results["fanout"]["failures"]
+    levels = results["concurrency"]["levels"]
+    assert [level["clients"] for level in levels] == [1, 2] and all(level["errors"] == 0 for level in levels)
+    overflow = results["concurrency"]["overflow"]
+    assert overflow["refused_503"] >= 1 and overflow["refused_503"] == overflow["refused_with_retry_after"]
+    assert overflow["timeouts"] == 0 and overflow["other"] == 0
+    assert overflow["ok"] + overflow["refused_503"] == overflow["sent"]
+    chat = results["scenarios"]["short/2/fresh"]["chat"]
+    assert chat["latency_ms"]["n"] + len(chat["http_failures"]) == 2  # answered or counted
+    assert 0 <= chat["parse_failures"] <= 2
