@@ -38,8 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(["python", "scripts/reliability_report.py", *(argv if argv is not None else sys.argv[1:])])
     report = run_suite(config, command)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    (args.out / "report.md").write_text(render_markdown(report))
+    document = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    (args.out / "report.json").write_text(document)
+    (args.out / "report.md").write_text(render_markdown(json.loads(document)))  # from the JSON as written
     print(f"reliability: {report['verdict']} ({len(report['problems'])} problems) in {report['seconds']:.0f} s; "
           f"written to {args.out}")
     for problem in report["problems"]:

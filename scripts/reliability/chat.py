@@ -12,7 +12,6 @@ and no orphan, never with a front that serves nothing.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections import Counter
@@ -156,8 +155,13 @@ def chat_crash_probe(log_dir: Path) -> dict[str, Any]:
         problems.append(f"orphans left: {stopped.survivors}")
     return {"body_bytes": len(body), "nesting": CRASH_DEPTH, "status": status, "code": code,
             "llama_server_crashed": crashed, "container_exit_status": stopped.status,
-            "log_tail": re.sub(r"\s+", " ", server.log_text()[-300:]), "survivors": list(stopped.survivors),
+            "exit_line": _exit_line(server.log_text()), "survivors": list(stopped.survivors),
             "problems": problems}
+
+
+def _exit_line(log: str) -> str | None:
+    """The container's own line about llama-server's exit (it names the signal or status)."""
+    return next((line.strip() for line in reversed(log.splitlines()) if "exited with status" in line), None)
 
 
 def _code(response: httpx.Response) -> str | None:

@@ -91,8 +91,8 @@ def run_disconnects(server: Server, queued: int = 4) -> dict[str, Any]:
             problems.append(f"a burst of {queue_size} (the queue size) after the disconnects got {dict(burst)}: "
                             "an admission slot leaked")
         after = _sequence(client, url)
-    timing = [(a["timing"]["cached_tokens"], a["timing"]["evaluated_tokens"]) for a in after]
-    expected = [(b["timing"]["cached_tokens"], b["timing"]["evaluated_tokens"]) for b in before]
+    timing = [[a["timing"]["cached_tokens"], a["timing"]["evaluated_tokens"]] for a in after]
+    expected = [[b["timing"]["cached_tokens"], b["timing"]["evaluated_tokens"]] for b in before]
     if timing != expected:
         problems.append(f"(cached, evaluated) tokens after the disconnects {timing}, before {expected}")
     if timing[0][0] != head_tokens:
@@ -100,6 +100,6 @@ def run_disconnects(server: Server, queued: int = 4) -> dict[str, Any]:
                         "of the constant head")
     if [a["probabilities"] for a in after] != [b["probabilities"] for b in before]:
         problems.append("the same requests gave other probabilities after the disconnects")
-    return {"walked_away": len(ids), "their_logged_statuses": dict(Counter(left.values())),
+    return {"walked_away": len(ids), "their_logged_statuses": {str(k): v for k, v in Counter(left.values()).items()},
             "burst": {str(k): v for k, v in burst.items()}, "queue_size": queue_size,
             "cached_evaluated_before": expected, "cached_evaluated_after": timing, "problems": problems}

@@ -112,6 +112,14 @@ def _env(overrides: Mapping[str, str]) -> dict[str, str]:
     return {**container_env(os.environ, embedded_model_path()), **overrides}
 
 
+def settings_in_use() -> dict[str, dict[str, str]]:
+    """The container settings (`SM_*`, `SEMIF_*`, model path aside) each container gets, for the report."""
+    def visible(env: Mapping[str, str]) -> dict[str, str]:
+        return {k: v for k, v in sorted(env.items()) if k.startswith(("SM_", "SEMIF_")) and not k.endswith("_MODEL")}
+
+    return {"decision": visible(_env(DECISION_CONTEXT)), "chat": visible(_env({}))}
+
+
 def start_decision(log_dir: Path, overrides: Mapping[str, str] | None = None, *, name: str = "decision",
                    wait: bool = True) -> Server:
     """`container/serve serve` as the local endpoints run it; ready unless `wait` is False."""

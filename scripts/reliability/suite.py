@@ -25,9 +25,10 @@ from scripts.reliability.fuzz import run_openapi_fuzz
 from scripts.reliability.hostile import catalog, huge_input_memory, run_catalog, run_raw_cases
 from scripts.reliability.load import LoadConfig, run_load
 from scripts.reliability.properties import check_http, check_validation
-from scripts.reliability.servers import Server, start_chat, start_decision
+from scripts.reliability.servers import Server, settings_in_use, start_chat, start_decision
 
 FAULTS = ("missing", "truncated", "two_models", "wrong_magic", "unreadable")
+ADAPTER_FIELDS = ("threads", "queue_size", "head_tokens", "load_ms", "model")  # from its `ready` log line
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def decision_phases(config: SuiteConfig, logs: Path) -> dict[str, Any]:
     server = start_decision(logs, name="decision")
     rss = {"ready": server.rss_kib()}
     try:
-        result: dict[str, Any] = {"settings": server.ready_fields()}
+        ready = server.ready_fields()
+        result: dict[str, Any] = {"settings": {key: ready.get(key) for key in ADAPTER_FIELDS}}
         result["load"] = run_load(server, LoadConfig(clients=config.clients, duration_s=config.duration_s)).summary()
         rss["after_load"] = server.rss_kib()
         result["hostile"] = run_catalog(server, catalog()).summary()
@@ -118,7 +120,8 @@ def upstream_findings(chat: dict[str, Any]) -> list[str]:
     crash = chat["crash_probe"]
     if crash["llama_server_crashed"]:
         findings.append(f"llama-server died on a {crash['body_bytes']}-byte body of {crash['nesting']} nested JSON "
-                        f"arrays ({crash['log_tail'][-120:]}); the chat endpoint is down until restarted")
+                        f"arrays (\"{crash['exit_line']}\"; -11 is SIGSEGV); the chat endpoint is down until "
+                        "its container restarts")
     relayed = [c["name"] for c in chat["hostile"]["cases"] if (c["llama_server"] or 0) >= 500]
     if relayed:
         findings.append(f"llama-server answers these client mistakes with 5xx (relayed unchanged): {relayed}")
@@ -151,7 +154,7 @@ def run_suite(config: SuiteConfig, command: str) -> dict[str, Any]:
         "seconds": round(time.monotonic() - started, 1),
         "machine": {"cpus": os.cpu_count(), "load_average": [round(x, 2) for x in load_average],
                     "python": platform.python_version(), "system": platform.platform()},
-        "settings": {**config.__dict__, "adapter": decision.pop("settings")},
+        "settings": {**config.__dict__, "adapter": decision.pop("settings"), "environment": settings_in_use()},
         "decision": decision, "chat": chat, "inputs_tried_per_category": inputs_per_category(decision, chat),
     }
     report["problems"] = all_problems({"decision": decision, "chat": chat})
