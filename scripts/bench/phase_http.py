@@ -43,19 +43,34 @@ def fanout(url: str, config: Config) -> dict[str, Any]:
 
 
 def concurrency(url: str, config: Config) -> dict[str, Any]:
-    """Closed-loop clients at each level on the same fresh-state workload; errors counted, never retried."""
+    """Closed-loop clients at each level on the same fresh-state workload; errors counted, never retried.
+
+    The levels take turns in two rounds (1, 4, 16, 1, 4, 16), so a drift in the machine's load does not
+    decide which level looks faster.
+    """
     scenario = config.concurrency_scenario
     http_runs.sequential(url, [http_runs.encode(Spec(scenario.size, 70_000, 0, scenario.options))])
+    rounds = 1 if config.quick else 2
+    per_round = config.concurrency_requests // rounds
+    walls: dict[int, float] = dict.fromkeys(config.concurrency, 0.0)
+    outcomes: dict[int, list[Outcome]] = {clients: [] for clients in config.concurrency}
+    for round_ in range(rounds):
+        for level, clients in enumerate(config.concurrency):
+            first = 71_000 + 1000 * (level + len(config.concurrency) * round_)
+            bodies = [http_runs.encode(Spec(scenario.size, first + i, i, scenario.options)) for i in range(per_round)]
+            wall, answered = http_runs.closed_loop(url, clients, bodies)
+            walls[clients] += wall
+            outcomes[clients] += answered
     levels = []
-    for level, clients in enumerate(config.concurrency):
-        bodies = [http_runs.encode(Spec(scenario.size, 71_000 + 1000 * level + i, i, scenario.options))
-                  for i in range(config.concurrency_requests)]
-        wall, outcomes = http_runs.closed_loop(url, clients, bodies)
-        ok = [o for o in outcomes if o.ok]
-        levels.append({"clients": clients, "requests": len(outcomes), "ok": len(ok),
-                       "errors": len(outcomes) - len(ok), "timeouts": sum(o.error == "timeout" for o in outcomes),
-                       "throughput_per_s": round(len(ok) / wall, 3), "latency_ms": summarize([o.ms for o in ok]),
-                       "queue_ms": summarize(_timing(ok, "queue_ms"))})
+    for clients in config.concurrency:
+        ok = [o for o in outcomes[clients] if o.ok]
+        levels.append({"clients": clients, "requests": len(outcomes[clients]), "ok": len(ok),
+                       "errors": len(outcomes[clients]) - len(ok),
+                       "timeouts": sum(o.error == "timeout" for o in outcomes[clients]),
+                       "throughput_per_s": round(len(ok) / walls[clients], 3),
+                       "latency_ms": summarize([o.ms for o in ok]), "queue_ms": summarize(_timing(ok, "queue_ms")),
+                       "service_ms": summarize([t - q for t, q in zip(_timing(ok, "total_ms"), _timing(ok, "queue_ms"),
+                                                                     strict=True)])})
     slowest_alone = levels[0]["latency_ms"]["max"]
     for entry in levels:  # a request waits behind at most min(clients, queue) - 1 others, each served in turn
         entry["p95_bound_ms"] = round(min(entry["clients"], config.queue_size) * slowest_alone, 1)

@@ -162,9 +162,10 @@ def markdown(results: dict[str, Any]) -> str:
                      for c in results["permute"]])
     concurrency = results["concurrency"]
     lines += [f"## Concurrency ({concurrency['scenario']}, queue {concurrency['queue_size']})", ""]
-    lines += _table(["clients", "requests", "errors", "decisions/s", "p50", "p95", "p95 bound"],
+    lines += _table(["clients", "requests", "errors", "decisions/s", "p50", "p95", "p95 bound", "service p50"],
                     [[lv["clients"], lv["requests"], lv["errors"], lv["throughput_per_s"], lv["latency_ms"]["p50"],
-                      lv["latency_ms"]["p95"], lv["p95_bound_ms"]] for lv in concurrency["levels"]])
+                      lv["latency_ms"]["p95"], lv["p95_bound_ms"], lv["service_ms"]["p50"]]
+                     for lv in concurrency["levels"]])
     over = concurrency["overflow"]
     lines += [f"Overflow burst: {over['sent']} at once, {over['ok']} answered, {over['refused_503']} refused with 503 "
               f"({over['refused_with_retry_after']} with Retry-After, slowest refusal {over['refused_max_ms']} ms), "
