@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CDK app: `cdk synth -c env=dev`, `cdk deploy -c env=prod` (configuration in cdk.json; docs/deploying.md)."""
+"""CDK app: `cdk synth -c env=dev`, `cdk deploy -c env=prod` (configuration: cdk.json; README "Deploying to AWS")."""
 
 from __future__ import annotations
 

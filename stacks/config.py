@@ -349,7 +349,7 @@ def _key(prefix: str, loc: tuple[int | str, ...]) -> str:
 def load_deployment(context: Mapping[str, Any] | None, env_name: str | None) -> Deployment:
     """Parse and validate the selected environment, or raise ConfigError listing every problem."""
     if not isinstance(context, Mapping):
-        raise ConfigError([(CONTEXT_KEY, "missing from cdk.json context (see docs/deploying.md)")])
+        raise ConfigError([(CONTEXT_KEY, "missing from cdk.json context (see README.md, 'Deploying to AWS')")])
     app_name = context.get("app_name")
     environments = context.get("environments")
     if not isinstance(app_name, str) or not _APP_NAME.match(app_name):
