@@ -20,10 +20,10 @@ def _latency(axis: plt.Axes, table: list[dict[str, Any]]) -> None:
     x = np.arange(len(names))
     width = 0.2
     for index, (key, label, color) in enumerate(SERIES):
-        values = [row.get(key) or 0.0 for row in table]
+        values = [row.get(key) or float("nan") for row in table]  # NaN: not measured, no bar
         bars = axis.bar(x + (index - 1.5) * width, values, width, label=label, color=color)
         if key == "adapter_p50":
-            errors = [max(0.0, (row["adapter_p95"] or 0) - (row["adapter_p50"] or 0)) for row in table]
+            errors = [max(0.0, (row["adapter_p95"] or 0.0) - (row["adapter_p50"] or 0.0)) for row in table]
             axis.errorbar([b.get_x() + b.get_width() / 2 for b in bars], values, yerr=[np.zeros(len(errors)), errors],
                           fmt="none", ecolor="black", capsize=2, linewidth=0.8)
     axis.set_yscale("log")

@@ -42,6 +42,7 @@ class Config:
     warmup: int
     scenarios: tuple[Scenario, ...]
     reference: tuple[str, ...]  # scenario names the fresh reference method also runs
+    fresh_floor: tuple[str, ...]  # fresh scenarios whose whole-prompt floor is timed too
     chat: tuple[str, ...]  # scenario names the chat path also answers
     permute: tuple[Scenario, ...]
     concurrency: tuple[int, ...]
@@ -57,22 +58,27 @@ class Config:
     knobs: tuple[Knob, ...] = field(default=())
 
     def repeats_for(self, scenario: Scenario) -> int:
-        """Long prompts cost seconds each: three repeats in the full run."""
-        return 3 if scenario.size == "long" and not self.quick else self.repeats
+        """Long prompts cost seconds each: four repeats in the full run."""
+        return 4 if scenario.size == "long" and not self.quick else self.repeats
 
     def numbered(self) -> list[tuple[int, Scenario]]:
         """Scenarios with the ordinal that fixes their requests, the same in every phase."""
         return list(enumerate(self.scenarios + self.permute))
 
     def specs(self, scenario: Scenario, ordinal: int) -> tuple[list[Spec], list[Spec]]:
-        """(warm-up, measured) requests; every scenario gets its own block of state indices."""
+        """(warm-up, measured) requests; every scenario gets its own block of state indices.
+
+        A same-state scenario's warm-up request puts its state in every system's cache; a fresh scenario
+        needs none once the first scenario has warmed the systems up.
+        """
         base = 1000 * (ordinal + 1)
-        count = self.warmup + self.repeats_for(scenario)
+        warmup = self.warmup if scenario.mode == SAME or ordinal == 0 else 0
+        count = warmup + self.repeats_for(scenario)
         if scenario.mode == FRESH:
             specs = [Spec(scenario.size, base + i, i, scenario.options, scenario.debias) for i in range(count)]
-        else:  # the warm-up request puts the state in the cache; each measured one asks another question
+        else:  # each measured request asks another question about the warmed-up state
             specs = [Spec(scenario.size, base, i, scenario.options, scenario.debias) for i in range(count)]
-        return specs[:self.warmup], specs[self.warmup:]
+        return specs[:warmup], specs[warmup:]
 
 
 def full() -> Config:
@@ -80,14 +86,14 @@ def full() -> Config:
     grid += [Scenario("medium", options, mode) for options in (2, 8, 16) for mode in (FRESH, SAME)]
     return Config(
         quick=False, repeats=5, warmup=1, scenarios=tuple(grid),
-        reference=(*(s.name for s in grid if s.mode == FRESH), "medium/4/same"),
+        reference=("short/4/fresh", "medium/4/fresh", "long/4/fresh", "medium/16/fresh", "medium/4/same"),
+        fresh_floor=("short/4/fresh", "medium/4/fresh", "long/4/fresh", "medium/16/fresh", "medium/4/fresh/permute"),
         chat=("short/4/fresh", "medium/4/fresh", "medium/4/same"),
         permute=(Scenario("medium", 4, FRESH, "permute"), Scenario("medium", 4, SAME, "permute")),
-        concurrency=(1, 4, 16), concurrency_requests=32, concurrency_scenario=Scenario("short", 4, FRESH),
+        concurrency=(1, 4, 16), concurrency_requests=24, concurrency_scenario=Scenario("short", 4, FRESH),
         queue_size=32, overflow_extra=8, fanout=8, fanout_repeats=2, fanout_size="medium", fanout_options=4,
         knob_size="medium",
         knobs=(Knob("default", {}, True), Knob("threads=1", {"SM_LLAMA_CPP_THREADS": "1"}, False),
-               Knob("flash_attn=on", {"SM_LLAMA_CPP_FLASH_ATTN": "on"}, False),
                Knob("flash_attn=off", {"SM_LLAMA_CPP_FLASH_ATTN": "off"}, True),
                Knob("ubatch=128", {"SM_LLAMA_CPP_UBATCH_SIZE": "128"}, True),
                Knob("ubatch=2048", {"SM_LLAMA_CPP_UBATCH_SIZE": "2048"}, True)),
@@ -99,6 +105,7 @@ def quick() -> Config:
     grid = (Scenario("short", 2, FRESH), Scenario("short", 2, SAME))
     return Config(
         quick=True, repeats=2, warmup=1, scenarios=grid, reference=("short/2/fresh", "short/2/same"),
+        fresh_floor=("short/2/fresh",),
         chat=("short/2/fresh",), permute=(Scenario("short", 2, SAME, "permute"),),
         concurrency=(1, 2), concurrency_requests=4, concurrency_scenario=Scenario("short", 2, FRESH),
         queue_size=2, overflow_extra=2, fanout=2, fanout_repeats=1, fanout_size="short", fanout_options=2,

@@ -19,7 +19,7 @@ from scripts.bench.workload import Spec
 
 def overhead(model: Model, config: Config) -> dict[str, Any]:
     """Python per decision inside the adapter's pipeline, llama_decode excluded, for three request kinds."""
-    size, count = config.knob_size, 1 if config.quick else 5
+    size, count = config.knob_size, 1 if config.quick else 3
     kinds = {
         f"{size}/4/same": [Spec(size, 90_000, i, 4) for i in range(count + 1)],
         f"{size}/16/fresh": [Spec(size, 91_000 + i, i, 16) for i in range(count + 1)],
@@ -32,7 +32,7 @@ def probes(model: Model, config: Config) -> dict[str, Any]:
     size = config.knob_size
     first, second = model.tokens(Spec(size, 93_000, 0, 4)), model.tokens(Spec(size, 93_000, 1, 4))
     fresh = model.tokens(Spec(size, 94_000, 0, 4))
-    repeats = 1 if config.quick else 3
+    repeats = 1 if config.quick else 2
     return {"cross_request_batching": batching_probe(model, first, second, repeats),
             "chunked_evaluation": chunking_probe(model, fresh, repeats)}
 

@@ -34,7 +34,7 @@ class Systems:
 
     def names(self, config: Config, scenario: Scenario) -> list[str]:
         names = ["floor", "adapter"]
-        if scenario.mode == FRESH:
+        if scenario.mode == FRESH and scenario.name in config.fresh_floor:
             names.append("floor_fresh")
         if scenario.name in config.reference:
             names.append("reference")
