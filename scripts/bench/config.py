@@ -57,10 +57,6 @@ class Config:
     knob_size: str
     knobs: tuple[Knob, ...] = field(default=())
 
-    def repeats_for(self, scenario: Scenario) -> int:
-        """Long prompts cost seconds each: four repeats in the full run."""
-        return 4 if scenario.size == "long" and not self.quick else self.repeats
-
     def numbered(self) -> list[tuple[int, Scenario]]:
         """Scenarios with the ordinal that fixes their requests, the same in every phase."""
         return list(enumerate(self.scenarios + self.permute))
@@ -73,7 +69,7 @@ class Config:
         """
         base = 1000 * (ordinal + 1)
         warmup = self.warmup if scenario.mode == SAME or ordinal == 0 else 0
-        count = warmup + self.repeats_for(scenario)
+        count = warmup + self.repeats
         if scenario.mode == FRESH:
             specs = [Spec(scenario.size, base + i, i, scenario.options, scenario.debias) for i in range(count)]
         else:  # each measured request asks another question about the warmed-up state
@@ -95,8 +91,7 @@ def full() -> Config:
         knob_size="medium",
         knobs=(Knob("default", {}, True), Knob("threads=1", {"SM_LLAMA_CPP_THREADS": "1"}, False),
                Knob("flash_attn=off", {"SM_LLAMA_CPP_FLASH_ATTN": "off"}, True),
-               Knob("ubatch=128", {"SM_LLAMA_CPP_UBATCH_SIZE": "128"}, True),
-               Knob("ubatch=2048", {"SM_LLAMA_CPP_UBATCH_SIZE": "2048"}, True)),
+               Knob("ubatch=128", {"SM_LLAMA_CPP_UBATCH_SIZE": "128"}, True)),
     )
 
 

@@ -71,14 +71,13 @@ def _tokens(model: Model, scenario: Scenario, specs: list[Spec]) -> dict[str, An
     }
 
 
-def _adapter_summary(outcomes: list[Outcome], floors: list[float]) -> dict[str, Any]:
+def _adapter_summary(outcomes: list[Outcome]) -> dict[str, Any]:
     ok = [o for o in outcomes if o.ok and o.document]
     timing = [o.document["timing"] for o in ok if o.document]
     return {
         "latency_ms": summarize([o.ms for o in ok]),
         "server_total_ms": summarize([t["total_ms"] for t in timing]),
         "http_overhead_ms": summarize([o.ms - t["total_ms"] for o, t in zip(ok, timing, strict=True)]),
-        "over_floor_paired": summarize([o.ms / f for o, f in zip(outcomes, floors, strict=True) if o.ok]),
         "reported_cached_tokens": [int(t["cached_tokens"]) for t in timing],
         "reported_evaluated_tokens": [int(t["evaluated_tokens"]) for t in timing],
         "failures": [o.error or f"HTTP {o.status}" for o in outcomes if not o.ok],
@@ -112,14 +111,33 @@ def paired_scenario(systems: Systems, config: Config, ordinal: int, scenario: Sc
             samples[name].append(systems.measure(name, scenario, spec))
     result: dict[str, Any] = {"tokens": _tokens(systems.model, scenario, measured), "systems": names,
                               "floor_ms": summarize(samples["floor"]),
-                              "adapter": _adapter_summary(samples["adapter"], samples["floor"])}
+                              "adapter": _adapter_summary(samples["adapter"])}
     if "floor_fresh" in samples:
         result["floor_fresh_ms"] = summarize(samples["floor_fresh"])
     if "reference" in samples:
         result["reference_ms"] = summarize(samples["reference"])
     if "chat" in samples:
         result["chat"] = _chat_summary(samples["chat"], scenario.options)
+    times = {name: [_ms(value) for value in values] for name, values in samples.items()}
+    result["samples_ms"] = {name: [None if v is None else round(v, 2) for v in values]
+                            for name, values in times.items()}
+    result["paired"] = {f"{a}/{b}": _paired(times[a], times[b]) for a, b in PAIRS if a in times and b in times}
     return result
+
+
+PAIRS = (("adapter", "floor"), ("reference", "adapter"), ("chat", "adapter"), ("floor_fresh", "floor"))
+
+
+def _ms(value: float | Outcome) -> float | None:
+    if isinstance(value, Outcome):
+        return value.ms if value.ok else None
+    return value
+
+
+def _paired(numerators: list[float | None], denominators: list[float | None]) -> dict[str, float | int]:
+    """Ratios request by request (same prompt, seconds apart): prompts of other lengths and slow drifts in
+    the machine's load cancel out, which a ratio of two medians over different prompts does not do."""
+    return summarize([a / b for a, b in zip(numerators, denominators, strict=True) if a is not None and b])
 
 
 def paired_phase(model: Model, config: Config, adapter_url: str, chat_url: str | None) -> dict[str, Any]:

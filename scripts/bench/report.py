@@ -12,26 +12,28 @@ SAME_STATE_SPEEDUP = 1.5
 
 
 def rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per scenario: the same requests as answered by each system, p50s and their ratios."""
+    """One row per scenario: the same requests as answered by each system; p50s, and ratios taken request by
+    request (`paired`), which the targets use: n is small and each repeat is another prompt."""
     table = []
     for name, run in results["scenarios"].items():
-        adapter, tokens = run["adapter"], run["tokens"]
+        adapter, tokens, paired = run["adapter"], run["tokens"], run["paired"]
         row: dict[str, Any] = {
             "scenario": name, "prompt_tokens": tokens["prompt"], "uncached_tokens": tokens["uncached"],
             "floor_fresh_p50": run.get("floor_fresh_ms", {}).get("p50"), "floor_uncached_p50": run["floor_ms"]["p50"],
             "adapter_p50": adapter["latency_ms"].get("p50"), "adapter_p95": adapter["latency_ms"].get("p95"),
             "adapter_iqr": adapter["latency_ms"].get("iqr"), "n": adapter["latency_ms"]["n"],
-            "paired_ratio_p50": adapter["over_floor_paired"].get("p50"),
             "http_overhead_p50": adapter["http_overhead_ms"].get("p50"),
             "reference_p50": run.get("reference_ms", {}).get("p50"),
             "chat_p50": run.get("chat", {}).get("latency_ms", {}).get("p50"),
             "cache_as_expected": adapter["reported_cached_tokens"] == tokens["expected_cached"],
+            "adapter_over_floor": paired["adapter/floor"]["p50"],
+            "adapter_over_floor_of_p50s": ratio(adapter["latency_ms"].get("p50", 0.0), run["floor_ms"]["p50"]),
         }
-        row["adapter_over_floor"] = ratio(row["adapter_p50"], row["floor_uncached_p50"])
-        if row["reference_p50"] is not None:
-            row["reference_over_adapter"] = ratio(row["reference_p50"], row["adapter_p50"])
-        if row["chat_p50"] is not None:
-            row["chat_over_adapter"] = ratio(row["chat_p50"], row["adapter_p50"])
+        if "reference/adapter" in paired:
+            row["reference_over_adapter"] = paired["reference/adapter"]["p50"]
+            row["reference_over_adapter_min"] = paired["reference/adapter"]["min"]
+        if "chat/adapter" in paired:
+            row["chat_over_adapter"] = paired["chat/adapter"]["p50"]
         table.append(row)
     return table
 
@@ -58,8 +60,8 @@ def targets(results: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[s
     worst = max(default, key=lambda row: row["adapter_over_floor"])
     found.append(_target(
         f"Adapter p50 <= {OVERHEAD_LIMIT:.2f}x the floor of the same uncached tokens",
-        f"worst {worst['adapter_over_floor']:.3f}x ({worst['scenario']}); best "
-        f"{min(row['adapter_over_floor'] for row in default):.3f}x",
+        f"worst {worst['adapter_over_floor']:.3f}x ({worst['scenario']}; ratio of p50s "
+        f"{worst['adapter_over_floor_of_p50s']:.3f}x); best {min(row['adapter_over_floor'] for row in default):.3f}x",
         worst["adapter_over_floor"] <= OVERHEAD_LIMIT,
         f"{(worst['adapter_over_floor'] - OVERHEAD_LIMIT) * 100:+.1f} points against the limit"))
     same = [row for row in default if row["scenario"].endswith("/same")]
@@ -76,7 +78,8 @@ def targets(results: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[s
     if fresh:
         slowest = min(fresh, key=lambda row: row["reference_over_adapter"])
         found.append(_target("Never slower than the fresh reference method on fresh states",
-                             f"reference/adapter >= {slowest['reference_over_adapter']:.3f}x ({slowest['scenario']})",
+                             f"reference/adapter >= {slowest['reference_over_adapter']:.3f}x ({slowest['scenario']}; "
+                             f"lowest single pair {slowest['reference_over_adapter_min']:.3f}x)",
                              slowest["reference_over_adapter"] >= 1.0))
     fan = results["fanout"]
     reference_same = next((row["reference_p50"] for row in table
@@ -150,11 +153,12 @@ def markdown(results: dict[str, Any]) -> str:
                      for t in results["targets"]])
     lines += ["## Latency per scenario (size/options/mode)", ""]
     lines += _table(["scenario", "prompt tok", "uncached tok", "floor fresh", "floor uncached", "adapter p50",
-                     "adapter p95", "IQR", "n", "adapter/floor", "paired", "HTTP ms", "reference p50", "ref/adapter",
-                     "chat p50", "chat/adapter"],
+                     "adapter p95", "IQR", "n", "adapter/floor (paired)", "ratio of p50s", "HTTP ms",
+                     "reference p50", "ref/adapter (paired)", "chat p50", "chat/adapter (paired)"],
                     [[r["scenario"], r["prompt_tokens"], r["uncached_tokens"], r["floor_fresh_p50"],
                       r["floor_uncached_p50"], r["adapter_p50"], r["adapter_p95"], r["adapter_iqr"], r["n"],
-                      r["adapter_over_floor"], r["paired_ratio_p50"], r["http_overhead_p50"], r["reference_p50"],
+                      r["adapter_over_floor"], r["adapter_over_floor_of_p50s"], r["http_overhead_p50"],
+                      r["reference_p50"],
                       r.get("reference_over_adapter"), r["chat_p50"], r.get("chat_over_adapter")] for r in table])
     lines += ["## debias: permute", ""]
     lines += _table(["scenario", "permute p50", "default p50", "cost", "uncached tokens ratio"],
