@@ -137,7 +137,7 @@ def _ms(value: float | Outcome) -> float | None:
 def _paired(numerators: list[float | None], denominators: list[float | None]) -> dict[str, float | int]:
     """Ratios request by request (same prompt, seconds apart): prompts of other lengths and slow drifts in
     the machine's load cancel out, which a ratio of two medians over different prompts does not do."""
-    return summarize([a / b for a, b in zip(numerators, denominators, strict=True) if a is not None and b])
+    return summarize([a / b for a, b in zip(numerators, denominators, strict=True) if a is not None and b], 4)
 
 
 def paired_phase(model: Model, config: Config, adapter_url: str, chat_url: str | None) -> dict[str, Any]:
