@@ -14,8 +14,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import gguf
-import numpy as np
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -153,16 +151,3 @@ def acknowledgements_in_effect(construct: IConstruct) -> dict[str, str]:
     return found
 
 
-def write_gguf(path: Path, *, architecture: str = "llama", context: int = 2048) -> Path:
-    """A small but genuine GGUF, written by the reference writer (the `gguf` package)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = gguf.GGUFWriter(str(path), architecture)
-    writer.add_context_length(context)
-    writer.add_file_type(3)
-    writer.add_name(path.stem)
-    writer.add_tensor("token_embd.weight", np.arange(32, dtype=np.float32).reshape(4, 8))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from cdk_fixtures import dev, prod, variant
-from cdk_support import write_gguf
+from support.gguf_files import write_gguf
 
 __all__ = ["dev", "make_gguf", "prod", "variant"]
 
 
 @pytest.fixture
 def make_gguf(tmp_path: Path) -> Callable[[str], Path]:
-    return lambda name: write_gguf(tmp_path / name)
+    return lambda name: write_gguf(tmp_path / name, context=2048)

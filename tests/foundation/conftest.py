@@ -7,32 +7,14 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
-import gguf
-import numpy as np
 import pytest
-
-
-def write_gguf(path: Path, *, architecture: str = "llama", context: int = 4096, file_type: int = 3) -> Path:
-    """A small but genuine GGUF, written by the reference writer (the `gguf` package)."""
-    writer = gguf.GGUFWriter(str(path), architecture)
-    writer.add_context_length(context)
-    writer.add_file_type(file_type)
-    writer.add_name(path.stem)
-    writer.add_token_list([b"<s>", b"hello", b"world"])  # an array of strings, as real vocabularies are
-    writer.add_tensor("token_embd.weight", np.arange(32, dtype=np.float32).reshape(4, 8))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
+from support.gguf_files import write_gguf
 
 
 @pytest.fixture
 def make_gguf(tmp_path: Path) -> Callable[..., Path]:
     def make(name: str, **kwargs: object) -> Path:
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return write_gguf(path, **kwargs)  # type: ignore[arg-type]
+        return write_gguf(tmp_path / name, **kwargs)  # type: ignore[arg-type]
     return make
 
 
