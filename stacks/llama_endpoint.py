@@ -36,6 +36,7 @@ INSTANCE_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"  # CPU/memory/disk, publ
 VPC_INTERFACES = ("the ec2: network-interface actions SageMaker needs in VPC mode (ec2:CreateNetworkInterface, "
                   "ec2:DescribeSubnets, ...) act on interfaces it creates, whose ids are not known in advance, or "
                   "have no resource-level permissions")
+AT_OR_ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 SCALING_SLR = ("sagemaker.application-autoscaling.amazonaws.com/"
                "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
 
@@ -221,32 +222,31 @@ class LlamaEndpoint(Construct):
         alarms = self.props.settings.alarms
         name = self.endpoint_name
         return {
-            "latency": cloudwatch.Alarm(
-                self, "LatencyAlarm", alarm_name=f"{name}-model-latency",
-                alarm_description=f"{name}: ModelLatency p90 above {alarms.latency_p90_ms:g} ms",
-                metric=self._metric("ModelLatency", "p90"),
+            "latency": self._alarm(
+                "LatencyAlarm", f"{name}-model-latency", f"{name}: ModelLatency p90 above {alarms.latency_p90_ms:g} ms",
+                self._metric("ModelLatency", "p90"),
                 threshold=alarms.latency_p90_ms * 1000,  # ModelLatency is in microseconds
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=alarms.evaluation_periods,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
-            "errors5xx": cloudwatch.Alarm(
-                self, "Errors5xxAlarm", alarm_name=f"{name}-5xx-errors",
-                alarm_description=f"{name}: Invocation5XXErrors (the container failed or is not ready)",
-                metric=self._metric("Invocation5XXErrors", "Sum"),
-                threshold=alarms.errors_5xx,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                evaluation_periods=alarms.evaluation_periods, datapoints_to_alarm=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, datapoints=None),
+            "errors5xx": self._alarm(
+                "Errors5xxAlarm", f"{name}-5xx-errors",
+                f"{name}: Invocation5XXErrors (the container failed or is not ready)",
+                self._metric("Invocation5XXErrors", "Sum"), threshold=alarms.errors_5xx),
             # Real-time endpoints publish no ModelSetupTime; failed starts and crashes surface as model errors.
-            "modelErrors": cloudwatch.Alarm(
-                self, "ModelErrorsAlarm", alarm_name=f"{name}-model-errors",
-                alarm_description=f"{name}: InvocationModelErrors (model crashed, timed out or was not loaded)",
-                metric=self._metric("InvocationModelErrors", "Sum"),
-                threshold=alarms.model_errors,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                evaluation_periods=alarms.evaluation_periods, datapoints_to_alarm=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
+            "modelErrors": self._alarm(
+                "ModelErrorsAlarm", f"{name}-model-errors",
+                f"{name}: InvocationModelErrors (model crashed, timed out or was not loaded)",
+                self._metric("InvocationModelErrors", "Sum"), threshold=alarms.model_errors),
         }
+
+    def _alarm(self, construct_id: str, alarm_name: str, description: str, metric: cloudwatch.Metric, *,
+               threshold: float, datapoints: int | None = 1,
+               comparison: cloudwatch.ComparisonOperator = AT_OR_ABOVE) -> cloudwatch.Alarm:
+        """One alarm of this endpoint; a missing datapoint (no traffic) is never a breach."""
+        return cloudwatch.Alarm(
+            self, construct_id, alarm_name=alarm_name, alarm_description=description, metric=metric,
+            threshold=threshold, comparison_operator=comparison,
+            evaluation_periods=self.props.settings.alarms.evaluation_periods, datapoints_to_alarm=datapoints,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING)
 
     def _autoscaling(self) -> appscaling.ScalableTarget | None:
         scaling = self.props.settings.autoscaling

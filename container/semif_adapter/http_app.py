@@ -9,10 +9,11 @@ server serving. A pure-ASGI middleware gives each request an id, echoes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -23,7 +24,7 @@ from starlette.routing import Route
 
 from .kv_engine import PromptTooLongError
 from .request_schema import RequestError, parse_request
-from .service import DecisionService, NotReadyError, QueueFullError, ShuttingDownError
+from .service import Decided, DecisionService, NotReadyError, QueueFullError, ShuttingDownError
 
 LOG = logging.getLogger("semif_adapter.access")
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
@@ -59,6 +60,32 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+async def _client_gone(request: Request) -> None:
+    """Returns when the client disconnects (the body is read, so receive() reports nothing else)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, Decided]) -> Decided:
+    """Run `work`, but drop it if the client leaves first: queued work nobody waits for is never run.
+
+    A decision already decoding finishes (llama.cpp cannot stop one request of its batch); its slot
+    frees then. Raises ClientDisconnect when the client left.
+    """
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_client_gone(request))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise ClientDisconnect
+    return task.result()
+
+
 def build_app(service: DecisionService) -> Starlette:
     limit = service.settings.max_body_bytes
 
@@ -78,7 +105,7 @@ def build_app(service: DecisionService) -> Starlette:
             body = await asyncio.wait_for(_read_body(request, limit), BODY_TIMEOUT_SECONDS)
             decision_request = parse_request(body)
             fields["decision_id"] = decision_request.decision.id
-            decided = await service.decide(decision_request)
+            decided = await _unless_client_leaves(request, service.decide(decision_request))
         except RequestError as error:
             return error_response(error.status, error.code, error.message, error.field)
         except PromptTooLongError as error:

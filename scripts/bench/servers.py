@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scripts.local.chat_container import llama_server_argv, llama_server_binary
+from scripts.local.endpoints import start_decision_container
 from scripts.local.processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVE = ROOT / "container" / "serve"
 START_TIMEOUT_S = 180.0
 
 
@@ -48,12 +47,11 @@ def _base_env(extra: dict[str, str]) -> dict[str, str]:
 @contextlib.contextmanager
 def adapter(model: Path, extra_env: dict[str, str] | None = None) -> Iterator[Running]:
     """`container/serve serve` on a free loopback port with its own defaults (threads from the cgroup quota)."""
-    port = free_port()
-    env = _base_env({"SM_LLAMA_CPP_MODEL": str(model), "SAGEMAKER_BIND_TO_PORT": str(port),
-                     "SEMIF_HOST": LOOPBACK, **(extra_env or {})})
-    with _child("semif-adapter", [sys.executable, str(SERVE), "serve"], env, f"http://{LOOPBACK}:{port}",
-                "/ping") as running:
-        yield running
+    env = _base_env({"SM_LLAMA_CPP_MODEL": str(model), **(extra_env or {})})
+    with tempfile.TemporaryDirectory(prefix="semif-bench-") as logs:
+        container = start_decision_container("semif-adapter", env, Path(logs))
+        with _ready(container.child, container.url, "/ping") as running:
+            yield running
 
 
 @contextlib.contextmanager
@@ -63,16 +61,17 @@ def llama_server(model: Path, threads: int) -> Iterator[Running]:
     env = _base_env({"SM_LLAMA_CPP_MODEL": str(model), "SM_LLAMA_CPP_THREADS": str(threads),
                      "SM_LLAMA_CPP_THREADS_BATCH": str(threads)})
     argv = llama_server_argv(llama_server_binary(), env, port)
-    with _child("llama-server", argv, env, f"http://{LOOPBACK}:{port}", "/health") as running:
-        yield running
+    with tempfile.TemporaryDirectory(prefix="semif-bench-") as logs:
+        child = start_child("llama-server", argv, env, log_path=Path(logs) / "llama-server.log")
+        with _ready(child, f"http://{LOOPBACK}:{port}", "/health") as running:
+            yield running
 
 
 @contextlib.contextmanager
-def _child(name: str, argv: list[str], env: dict[str, str], url: str, health: str) -> Iterator[Running]:
-    with tempfile.TemporaryDirectory(prefix="semif-bench-") as logs:
-        child = start_child(name, argv, env, log_path=Path(logs) / f"{name}.log")
-        try:
-            wait_for_ping(child, url + health, START_TIMEOUT_S)
-            yield Running(url, child)
-        finally:
-            child.stop()
+def _ready(child: Child, url: str, health: str) -> Iterator[Running]:
+    """Wait until `health` answers 200, hand the server over, always stop it."""
+    try:
+        wait_for_ping(child, url + health, START_TIMEOUT_S)
+        yield Running(url, child)
+    finally:
+        child.stop()

@@ -62,19 +62,23 @@ def container_env(base: Mapping[str, str], model: Path) -> dict[str, str]:
     return env
 
 
-def _start_chat(name: str, env: Mapping[str, str], log_dir: Path) -> Container:
+def start_chat_container(name: str, env: Mapping[str, str], log_dir: Path) -> Container:
+    """The chat container (DLC equivalent) on a free loopback port; not waited for."""
     port = free_port()
     argv = [sys.executable, "-m", "scripts.local.chat_container", "--port", str(port)]
     child = start_child(name, argv, env, log_dir / f"{name}.log", cwd=REPO)
     return Container(name, child, f"http://{LOOPBACK}:{port}")
 
 
-def _start_decision(name: str, env: Mapping[str, str], log_dir: Path) -> Container:
-    if not DECISION_SERVE.exists():
-        raise FileNotFoundError(f"{DECISION_SERVE} does not exist: the decision container is not built yet")
+def start_decision_container(name: str, env: Mapping[str, str], log_dir: Path,
+                             args: tuple[str, ...] = ("serve",)) -> Container:
+    """`container/serve serve`, as SageMaker runs the image, on a free loopback port; not waited for.
+
+    The one launcher of the adapter: local endpoints, benchmarks, reliability runs and tests use it.
+    """
     port = free_port()
     decision_env = {**env, "SAGEMAKER_BIND_TO_PORT": str(port), "SEMIF_HOST": LOOPBACK}
-    child = start_child(name, [str(DECISION_SERVE), "serve"], decision_env, log_dir / f"{name}.log", cwd=REPO)
+    child = start_child(name, [str(DECISION_SERVE), *args], decision_env, log_dir / f"{name}.log", cwd=REPO)
     return Container(name, child, f"http://{LOOPBACK}:{port}")
 
 
@@ -86,8 +90,8 @@ def local_containers(model: Path, prefix: str, log_dir: Path, *, base_env: Mappi
     names = endpoint_names(prefix)
     started: list[Container] = []
     try:
-        started.append(_start_chat(names["chat"], env, log_dir))
-        started.append(_start_decision(names["decision"], env, log_dir))
+        started.append(start_chat_container(names["chat"], env, log_dir))
+        started.append(start_decision_container(names["decision"], env, log_dir))
         deadline = time.monotonic() + startup_timeout_s
         for container in started:  # they load in parallel; the waits share one budget
             wait_for_ping(container.child, f"{container.url}/ping", max(deadline - time.monotonic(), 0.1))

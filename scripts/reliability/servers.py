@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.local.endpoints import Container, _start_chat, _start_decision, container_env
+from scripts.local.endpoints import Container, container_env, start_chat_container, start_decision_container
 from scripts.local.processes import descendants, pid_alive, wait_for_ping, wait_until
 from semif_adapter.embedded_model import embedded_model_path
 
@@ -123,7 +123,7 @@ def settings_in_use() -> dict[str, dict[str, str]]:
 def start_decision(log_dir: Path, overrides: Mapping[str, str] | None = None, *, name: str = "decision",
                    wait: bool = True) -> Server:
     """`container/serve serve` as the local endpoints run it; ready unless `wait` is False."""
-    server = Server(_start_decision(name, _env({**DECISION_CONTEXT, **(overrides or {})}), log_dir))
+    server = Server(start_decision_container(name, _env({**DECISION_CONTEXT, **(overrides or {})}), log_dir))
     if wait:
         _ready_or_stopped(server)
     return server
@@ -131,7 +131,7 @@ def start_decision(log_dir: Path, overrides: Mapping[str, str] | None = None, *,
 
 def start_chat(log_dir: Path, overrides: Mapping[str, str] | None = None, *, name: str = "chat") -> Server:
     """`scripts.local.chat_container` (the DLC's entry point and nginx front) with llama-server behind it."""
-    server = Server(_start_chat(name, _env(overrides or {}), log_dir))
+    server = Server(start_chat_container(name, _env(overrides or {}), log_dir))
     _ready_or_stopped(server)
     return server
 

@@ -3,75 +3,48 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from scripts.local.endpoints import start_decision_container
+from scripts.local.processes import ChildError, wait_for_ping
 from semif_adapter.embedded_model import embedded_model_path
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVE = ROOT / "container" / "serve"
 START_TIMEOUT = 60.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class AdapterProcess:
-    """One `serve` process; its stdout (JSON log lines) goes to a file the test can read."""
+    """One `serve` process started by the project's one adapter launcher; its JSON log lines in a file."""
 
     def __init__(self, env: dict[str, str], args: tuple[str, ...] = ("serve",)) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._log = tempfile.NamedTemporaryFile(prefix="adapter-", suffix=".log", delete=False)  # noqa: SIM115
-        full_env = {
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "SAGEMAKER_BIND_TO_PORT": str(self.port), "SEMIF_HOST": "127.0.0.1",
-            "SM_LLAMA_CPP_CTX_SIZE": "4096", **env,
-        }
-        self.proc = subprocess.Popen([str(SERVE), *args], env=full_env, stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+        self._log_dir = tempfile.TemporaryDirectory(prefix="adapter-")
+        full_env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                    "SM_LLAMA_CPP_CTX_SIZE": "4096", **env}
+        self.container = start_decision_container("adapter", full_env, Path(self._log_dir.name), args)
+        self.url = self.container.url
+        self.proc = self.container.child.process
 
     def logs(self) -> str:
-        return Path(self._log.name).read_text()
+        log_path = self.container.child.log_path
+        return log_path.read_text() if log_path else ""
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"adapter exited with {self.proc.returncode}:\n{self.logs()}")
-            try:
-                if httpx.get(self.url + "/ping", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"adapter not ready within {timeout} s:\n{self.logs()}")
+        try:
+            wait_for_ping(self.container.child, self.url + "/ping", timeout)
+        except (ChildError, TimeoutError) as error:
+            raise AssertionError(f"adapter not ready: {error}\n{self.logs()}") from error
 
     def wait_exit(self, timeout: float = 30.0) -> int:
         return self.proc.wait(timeout=timeout)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._log.close()
-        os.unlink(self._log.name)
+        self.container.child.stop(timeout_s=30)
+        self._log_dir.cleanup()
 
 
 @pytest.fixture

@@ -170,3 +170,27 @@ def test_stays_up_after_every_error(client, make_decision):
     assert client.post("/invocations", content=b"{", headers={"content-type": "application/json"}).status_code == 400
     assert client.post("/invocations", json=make_decision()).status_code == 200
 
+
+
+def test_queued_work_of_a_client_that_left_is_never_run(start_adapter, make_decision):
+    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
+    process.wait_ready()
+    long_body = json.dumps(make_decision(state="Busy: " + "a long account of events. " * 80)).encode()
+    busy = connect(process.url, timeout_s=60)
+    busy.sendall(request_head(process.url, "/invocations", len(long_body)) + long_body)
+    leaver_body = json.dumps(make_decision(state="The client of this one hangs up while it waits.")).encode()
+    leaver = connect(process.url, timeout_s=60)
+    leaver.sendall(request_head(process.url, "/invocations", len(leaver_body)) + leaver_body)
+    assert httpx.get(process.url + "/ping", timeout=10).status_code == 200  # both read by the server
+    leaver.close()  # while the first decision is still decoding
+    first = read_response(busy, 60)
+    busy.close()
+    assert first is not None and first.status == 200
+    lines = [json.loads(line) for line in process.logs().splitlines() if '"event": "request"' in line]
+    gone = [line for line in lines if line.get("client_disconnected")]
+    assert len(gone) == 1 and "prompt_tokens" not in gone[0]  # answered nothing, decoded nothing
+    # had the leaver's decision run, its state would have replaced the busy one in the KV cache
+    again = httpx.post(process.url + "/invocations", content=long_body,
+                       headers={"content-type": "application/json"}, timeout=60)
+    assert again.status_code == 200
+    assert again.json()["timing"]["cached_tokens"] > first.json()["timing"]["cached_tokens"] + 100

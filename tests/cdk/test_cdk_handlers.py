@@ -30,20 +30,22 @@ def client(name: str) -> Any:
                         aws_secret_access_key="testing")
 
 
+def stubbed(name: str) -> Iterator[tuple[Any, Stubber]]:
+    """A client of `name` behind botocore's Stubber; every queued response must be used."""
+    service = client(name)
+    with Stubber(service) as stub:
+        yield service, stub
+        stub.assert_no_pending_responses()
+
+
 @pytest.fixture
 def ecr() -> Iterator[tuple[Any, Stubber]]:
-    ecr = client("ecr")
-    with Stubber(ecr) as stub:
-        yield ecr, stub
-        stub.assert_no_pending_responses()
+    yield from stubbed("ecr")
 
 
 @pytest.fixture
 def codebuild() -> Iterator[tuple[Any, Stubber]]:
-    codebuild = client("codebuild")
-    with Stubber(codebuild) as stub:
-        yield codebuild, stub
-        stub.assert_no_pending_responses()
+    yield from stubbed("codebuild")
 
 
 def event(request: str, **extra: Any) -> dict[str, Any]:
@@ -116,10 +118,7 @@ def test_a_build_that_timed_out_is_a_failure_too(codebuild: tuple[Any, Stubber])
 
 @pytest.fixture
 def s3() -> Iterator[tuple[Any, Stubber]]:
-    s3 = client("s3")
-    with Stubber(s3) as stub:
-        yield s3, stub
-        stub.assert_no_pending_responses()
+    yield from stubbed("s3")
 
 
 PIN = {"ServiceToken": "x", "Bucket": "models-bucket", "Key": "model.tar.gz", "VersionId": "v2"}
