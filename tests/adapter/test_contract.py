@@ -194,3 +194,21 @@ def test_queued_work_of_a_client_that_left_is_never_run(start_adapter, make_deci
                        headers={"content-type": "application/json"}, timeout=60)
     assert again.status_code == 200
     assert again.json()["timing"]["cached_tokens"] > first.json()["timing"]["cached_tokens"] + 100
+
+
+def test_ping_answers_fast_while_a_decision_is_decoding(start_adapter, make_decision):
+    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
+    process.wait_ready()
+    body = json.dumps(make_decision(state="Busy: " + "a long account of events. " * 120)).encode()
+    busy = connect(process.url, timeout_s=60)
+    busy.sendall(request_head(process.url, "/invocations", len(body)) + body)
+    time.sleep(0.3)  # the decision is decoding now (it takes seconds)
+    seconds = []
+    for _ in range(5):
+        started = time.monotonic()
+        assert httpx.get(process.url + "/ping", timeout=2).status_code == 200  # SageMaker's ping timeout
+        seconds.append(time.monotonic() - started)
+    answer = read_response(busy, 60)
+    busy.close()
+    assert answer is not None and answer.status == 200
+    assert answer.json()["timing"]["forward_ms"] / 1000 > sum(seconds)  # the pings overlapped the decode
