@@ -83,7 +83,12 @@ async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, Deci
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
         raise ClientDisconnect
-    return task.result()
+    try:
+        return task.result()
+    finally:
+        # The task holds its exception, whose traceback holds this frame and the handler's (the body, the
+        # parsed request): a cycle that kept each refused 6 MB input resident until the cyclic GC ran.
+        del task
 
 
 def build_app(service: DecisionService) -> Starlette:
@@ -109,7 +114,7 @@ def build_app(service: DecisionService) -> Starlette:
         except RequestError as error:
             return error_response(error.status, error.code, error.message, error.field)
         except PromptTooLongError as error:
-            return error_response(413, "prompt_too_long", str(error), "decision")
+            return error_response(413, "prompt_too_long", str(error), error.field)
         except QueueFullError:
             return error_response(503, "queue_full",
                                   f"{service.settings.queue_size} decisions are already admitted; retry",

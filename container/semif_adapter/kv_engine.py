@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import llama_cpp
 import numpy as np
 
-from .llama_runtime import LlamaRuntime
+from .llama_runtime import LlamaRuntime, TooManyTokensError
 from .prompt import ChatFrame, PromptPlan
 
 DECODE_ABORTED = 2  # llama_decode's return value when the abort callback said stop
@@ -31,13 +31,16 @@ TOKEN_CACHE_BUDGET = 1 << 18  # tokens of user text kept for reuse, all entries 
 
 
 class PromptTooLongError(ValueError):
-    """The prompt does not fit the context; never truncated silently."""
+    """The prompt does not fit the context; never truncated silently. `field` names the culprit."""
 
-    def __init__(self, needed: int, context: int, prefix: int, branch_tokens: int, branches: int) -> None:
-        super().__init__(
-            f"prompt needs {needed} tokens of context ({prefix} prefix + {branches} x {branch_tokens} "
-            f"option tokens) but the context holds {context}")
-        self.needed, self.context = needed, context
+    def __init__(self, needed: int, context: int, detail: str, field: str = "decision") -> None:
+        super().__init__(f"prompt needs {needed} tokens of context ({detail}) but the context holds {context}")
+        self.needed, self.context, self.field = needed, context, field
+
+    @classmethod
+    def for_total(cls, context: int, prefix: int, branch_tokens: int, branches: int) -> PromptTooLongError:
+        needed = prefix + branches * branch_tokens
+        return cls(needed, context, f"{prefix} prefix + {branches} x {branch_tokens} option tokens")
 
 
 class DecodeAbortedError(RuntimeError):
@@ -84,12 +87,11 @@ class TokenCache:
     """Tokens of recently seen user texts, bounded by their total length, not by their count.
 
     A count bound let memory grow with the texts' size: every refused 6 MB state stayed resident
-    (about 100 MB each). A text longer than the context can never be evaluated, so it is not kept.
+    (about 100 MB each). Texts longer than the context never get here: `tokenize` refuses them.
     """
 
-    def __init__(self, tokenize: Callable[[str], tuple[int, ...]], longest: int,
-                 budget: int = TOKEN_CACHE_BUDGET) -> None:
-        self._tokenize, self._longest, self._budget = tokenize, longest, budget
+    def __init__(self, tokenize: Callable[[str], tuple[int, ...]], budget: int = TOKEN_CACHE_BUDGET) -> None:
+        self._tokenize, self._budget = tokenize, budget
         self._entries: OrderedDict[str, tuple[int, ...]] = OrderedDict()
         self._size = 0
 
@@ -99,11 +101,10 @@ class TokenCache:
             self._entries.move_to_end(text)
             return tokens
         tokens = self._tokenize(text)
-        if len(tokens) <= self._longest:
-            self._entries[text] = tokens
-            self._size += len(tokens)
-            while self._size > self._budget:
-                self._size -= len(self._entries.popitem(last=False)[1])
+        self._entries[text] = tokens
+        self._size += len(tokens)
+        while self._size > self._budget:
+            self._size -= len(self._entries.popitem(last=False)[1])
         return tokens
 
 
@@ -120,10 +121,17 @@ class DecisionEngine:
         self._cached: list[tuple[str, int]] = []  # (chunk text, token count) held by sequence 0
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
         self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, len(slot_tokens))
-        self._user_tokens = TokenCache(self._tokenize_user_text, longest=runtime.n_ctx)
+        self._user_tokens = TokenCache(self._tokenize_user_text)
 
     def _tokenize_user_text(self, text: str) -> tuple[int, ...]:
-        return tuple(self.runtime.tokenize(text, special=False))
+        return tuple(self.runtime.tokenize(text, special=False, limit=self.runtime.n_ctx))
+
+    def _user_tokens_of(self, text: str, field: str) -> tuple[int, ...]:
+        """A text that alone overflows the context is refused before its tokens are ever built."""
+        try:
+            return self._user_tokens(text)
+        except TooManyTokensError as error:
+            raise PromptTooLongError(error.count, self.runtime.n_ctx, f"{field} alone", field) from None
 
     @property
     def head_tokens(self) -> int:
@@ -133,9 +141,10 @@ class DecisionEngine:
         """Chunk by chunk, never the whole text at once: a chunk's tokens must not depend on its neighbours."""
         if plan.head != self._head_text:
             raise ValueError("plan was built for another chat frame")
-        chunks = [(plan.head, list(self._head_tokens)), (plan.state, list(self._user_tokens(plan.state))),
-                  (plan.question, list(self._user_tokens(plan.question)))]
-        branches = [[token for piece in branch.pieces for token in self._user_tokens(piece)]
+        chunks = [(plan.head, list(self._head_tokens)),
+                  (plan.state, list(self._user_tokens_of(plan.state, "decision.state"))),
+                  (plan.question, list(self._user_tokens_of(plan.question, "decision.question")))]
+        branches = [[token for piece in branch.pieces for token in self._user_tokens_of(piece, "decision.options")]
                     + self._tail_tokens for branch in plan.branches]
         return PlanTokens(chunks=chunks, branches=branches)
 
@@ -145,7 +154,7 @@ class DecisionEngine:
         chunks, branches, prefix = planned.chunks, planned.branches, planned.prefix
         needed = prefix + sum(len(tokens) for tokens in branches)
         if needed > self.runtime.n_ctx:
-            raise PromptTooLongError(needed, self.runtime.n_ctx, prefix, len(branches[0]), len(branches))
+            raise PromptTooLongError.for_total(self.runtime.n_ctx, prefix, len(branches[0]), len(branches))
         # One branch: the question is decoded together with it (one llama_decode instead of two). Its KV
         # entries then depend on that packing, so such a question is never cached; several branches
         # need the question in every sequence first, so there it is decoded alone and may be reused.

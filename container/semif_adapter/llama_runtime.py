@@ -28,6 +28,14 @@ class RuntimeStartError(RuntimeError):
     """The model cannot serve decisions; the process must not report healthy."""
 
 
+class TooManyTokensError(ValueError):
+    """A text has more tokens than the caller's limit; `count` is the exact number."""
+
+    def __init__(self, count: int, limit: int) -> None:
+        super().__init__(f"{count} tokens, more than {limit}")
+        self.count, self.limit = count, limit
+
+
 @dataclass(frozen=True)
 class ModelFacts:
     file: str
@@ -114,18 +122,26 @@ class LlamaRuntime:
                                 context=self.n_ctx, vocab_size=self.vocab_size)
 
     # -- tokenizer -------------------------------------------------------------------------------
-    def tokenize(self, text: str, *, special: bool, add_bos: bool = False) -> list[int]:
-        """Tokens of `text`; `special` parses control tokens (template text only, never user text)."""
+    def tokenize(self, text: str, *, special: bool, add_bos: bool = False, limit: int | None = None) -> list[int]:
+        """Tokens of `text`; `special` parses control tokens (template text only, never user text).
+
+        With `limit`, a text of more tokens raises `TooManyTokensError` without materialising them: a
+        hostile 6 MB state costs one native pass, not a million-entry buffer and list.
+        """
         data = text.encode("utf-8")
-        capacity = len(data) + 8
+        capacity = len(data) + 8 if limit is None else min(len(data) + 8, limit + 1)
         buffer = (llama_cpp.llama_token * capacity)()
         count = llama_cpp.llama_tokenize(self.vocab, data, len(data), buffer, capacity, add_bos, special)
+        if count < 0 and limit is not None and -count > limit:
+            raise TooManyTokensError(-count, limit)
         if count < 0:  # more tokens than bytes cannot happen for BPE/SPM, but be exact anyway
             capacity = -count
             buffer = (llama_cpp.llama_token * capacity)()
             count = llama_cpp.llama_tokenize(self.vocab, data, len(data), buffer, capacity, add_bos, special)
         if count < 0:
             raise RuntimeError("llama.cpp could not tokenize the text")
+        if limit is not None and count > limit:
+            raise TooManyTokensError(count, limit)
         return list(buffer[:count])
 
     def piece(self, token: int) -> bytes:

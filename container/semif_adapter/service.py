@@ -89,11 +89,11 @@ class DecisionService:
         self._engine = DecisionEngine(runtime, self._frame, runtime.slot_tokens(self._frame))
         self._identity = ModelIdentity.of(self.model_path, runtime.facts, self.settings.model_sha256)
         warm = self._decide(WARMUP_REQUEST, time.perf_counter())  # /ping must not say 200 before this works
-        self._ready.set()
         LOG.info("ready", extra={"fields": {
             "model": self._identity.document, "load_ms": round((time.perf_counter() - started) * 1000, 1),
             "head_tokens": self._engine.head_tokens, "warmup_prompt_tokens": warm.prompt_tokens,
             "threads": self.settings.threads, "queue_size": self.settings.queue_size}})
+        self._ready.set()  # after the line: whoever sees /ping 200 finds "ready" in the log
 
     async def decide(self, request: DecisionRequest) -> Decided:
         if self._draining:

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from scripts.local.processes import wait_until
 from scripts.reliability import rawhttp
 from scripts.reliability.bodies import OPTIONS, decision, post_json
 from scripts.reliability.load import check_answer
@@ -332,7 +333,9 @@ def run_raw_cases(server: Server) -> CatalogResult:
         result.results.append(CaseResult(category, name, "see name", "ok" if problem is None else "failed",
                                          round(time.monotonic() - started, 2), problem))
     result.problems = [f"{r.category}/{r.name}: {r.problem}" for r in result.results if r.problem]
-    if not _wait_for(lambda: _disconnect_lines(server) > disconnects_before, 10.0):
+    try:
+        wait_until(lambda: _disconnect_lines(server) > disconnects_before, timeout_s=10.0, what="disconnect log")
+    except TimeoutError:
         result.problems.append("the adapter did not log the truncated request as a client disconnect")
     with httpx.Client(timeout=REQUEST_TIMEOUT_S) as client:
         if post_json(client, url, decision()).status_code != 200:
@@ -353,12 +356,3 @@ def _expect_httpx(url: str, content: Iterator[bytes], status: int, code: str) ->
 
 def _disconnect_lines(server: Server) -> int:
     return sum(1 for line in server.log_lines() if line.get("client_disconnected"))
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False

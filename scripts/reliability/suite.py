@@ -40,7 +40,7 @@ class SuiteConfig:
     http_examples: int = 150  # hypothesis over HTTP
     fuzz_examples: int = 80  # schemathesis, per operation and mode
     validation_examples: int = 1000  # hypothesis in-process
-    huge_rounds: int = 3
+    huge_rounds: int = 6
     sigterm_after_s: float = 10.0
 
 

@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 
+from scripts.local.processes import wait_until
 from scripts.reliability.rawhttp import RawResponse, connect, read_response, request_head
 from semif_adapter.embedded_model import embedded_model_path
 
@@ -116,7 +117,13 @@ def test_custom_attributes_are_echoed(client, make_decision):
 def test_one_json_log_line_per_request_without_the_body(adapter, client, make_decision):
     response = client.post("/invocations", json=make_decision(state="secret evidence 0451"))
     request_id = response.headers["x-request-id"]
-    lines = [json.loads(line) for line in adapter.logs().splitlines() if request_id in line]
+
+    def request_lines() -> list[dict]:
+        return [json.loads(line) for line in adapter.logs().splitlines() if request_id in line]
+
+    # The line is written once the response is sent, so the client can read the answer a moment before it.
+    wait_until(lambda: bool(request_lines()), timeout_s=5, what="the request's log line")
+    lines = request_lines()
     assert len(lines) == 1
     assert lines[0]["status"] == 200 and lines[0]["prompt_tokens"] > 0 and lines[0]["ms"] > 0
     assert "secret evidence 0451" not in adapter.logs()
@@ -186,8 +193,13 @@ def test_queued_work_of_a_client_that_left_is_never_run(start_adapter, make_deci
     first = read_response(busy, 60)
     busy.close()
     assert first is not None and first.status == 200
-    lines = [json.loads(line) for line in process.logs().splitlines() if '"event": "request"' in line]
-    gone = [line for line in lines if line.get("client_disconnected")]
+
+    def gone_lines() -> list[dict]:
+        lines = [json.loads(line) for line in process.logs().splitlines() if '"event": "request"' in line]
+        return [line for line in lines if line.get("client_disconnected")]
+
+    wait_until(lambda: bool(gone_lines()), timeout_s=10, what="the leaver's log line")
+    gone = gone_lines()
     assert len(gone) == 1 and "prompt_tokens" not in gone[0]  # answered nothing, decoded nothing
     # had the leaver's decision run, its state would have replaced the busy one in the KV cache
     again = httpx.post(process.url + "/invocations", content=long_body,

@@ -98,11 +98,20 @@ def test_body_over_6_mb_is_413(client):
     assert error["code"] == "body_too_large" and error["field"] == "body"
 
 
-def test_prompt_over_context_is_413_with_token_counts(client, make_decision):
-    state = "The quarterly report lists revenue, costs and a long appendix of numbers. " * 400
-    error = error_of(client.post("/invocations", json=make_decision(state=state)), 413)
+REPORT = "The quarterly report lists revenue, costs and a long appendix of numbers. "
+
+
+def test_state_alone_over_context_is_413_naming_the_state(client, make_decision):
+    error = error_of(client.post("/invocations", json=make_decision(state=REPORT * 400)), 413)
+    assert error["code"] == "prompt_too_long" and error["field"] == "decision.state"
+    assert "decision.state alone" in error["message"] and "the context holds 4096" in error["message"]
+
+
+def test_parts_that_fit_alone_but_not_together_are_413_with_token_counts(client, make_decision):
+    request = make_decision(state=REPORT * 150, question=REPORT * 150 + "Which option?")
+    error = error_of(client.post("/invocations", json=request), 413)
     assert error["code"] == "prompt_too_long" and error["field"] == "decision"
-    assert "tokens of context" in error["message"] and "the context holds 4096" in error["message"]
+    assert " prefix + 1 x " in error["message"] and "the context holds 4096" in error["message"]
 
 
 def test_wrong_content_type_is_415(client, make_decision):

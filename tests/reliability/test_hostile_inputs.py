@@ -27,7 +27,7 @@ def test_lying_lengths_chunked_floods_and_early_goodbyes(adapter: Server) -> Non
 
 
 def test_refused_huge_inputs_do_not_stay_resident(adapter: Server) -> None:
-    result = huge_input_memory(adapter, rounds=3)
+    result = huge_input_memory(adapter, rounds=6)
     assert result["problems"] == [], result
 
 
