@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 from concurrent.futures import Future
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -61,6 +62,11 @@ class DrainingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, service: DecisionService) -> None:
         super().__init__(config)
         self._service = service
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # uvicorn notices the signal on its next 0.1 s tick; refuse new decisions from this instant on.
+        self._service.stop_admitting()
+        super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self._service.drain()

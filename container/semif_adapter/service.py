@@ -125,6 +125,10 @@ class DecisionService:
             self._admitted -= 1
             self._pending.discard(job)
 
+    def stop_admitting(self) -> None:
+        """Refuse new decisions from now on; safe to call from a signal handler (it only sets a flag)."""
+        self._draining = True
+
     def drain(self) -> None:
         """Refuse new work now; at the drain deadline, hand back whatever is still admitted.
 

@@ -27,6 +27,7 @@ from semif_adapter.embedded_model import embedded_model_path
 FAULT_TIMEOUT_S = 90.0  # a broken model must be refused well within this, even on a busy machine
 TRUNCATED_BYTES = 4 * 1024 * 1024  # header intact, tensor data cut off
 RACE_S = 0.25  # a request sent this close before SIGTERM may be served or refused: both are right
+RACE_AFTER_S = 0.05  # ... and this close after it: the signal is not handled at the instant it is sent
 REFUSALS = frozenset({"ConnectError", "RemoteProtocolError", "ReadError"})  # a closed door, not a lost answer
 
 
@@ -113,7 +114,7 @@ def classify(outcome: Outcome, signalled_s: float) -> tuple[str, str | None]:
         kind = "in flight, finished" if served and outcome.answered_s > signalled_s else \
             "before, finished" if served else "before, not served"
         return kind, None if served else f"sent before SIGTERM, got {outcome.status or outcome.error}"
-    if outcome.sent_s > signalled_s:
+    if outcome.sent_s > signalled_s + RACE_AFTER_S:
         return ("after, refused", None) if refused else \
             ("after, not refused", f"sent after SIGTERM, got {outcome.status or outcome.error}")
     return ("at the signal, " + ("served" if served else "refused" if refused else "lost"),
