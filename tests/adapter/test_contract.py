@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import socket
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -178,13 +180,18 @@ def test_stays_up_after_every_error(client, make_decision):
     assert client.post("/invocations", json=make_decision()).status_code == 200
 
 
-
-def test_queued_work_of_a_client_that_left_is_never_run(start_adapter, make_decision):
+def start_busy(start_adapter, make_decision, repeats: int) -> tuple[Any, socket.socket, bytes]:
+    """A fresh adapter busy decoding a long decision (seconds) sent on a raw socket."""
     process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
     process.wait_ready()
-    long_body = json.dumps(make_decision(state="Busy: " + "a long account of events. " * 80)).encode()
+    body = json.dumps(make_decision(state="Busy: " + "a long account of events. " * repeats)).encode()
     busy = connect(process.url, timeout_s=60)
-    busy.sendall(request_head(process.url, "/invocations", len(long_body)) + long_body)
+    busy.sendall(request_head(process.url, "/invocations", len(body)) + body)
+    return process, busy, body
+
+
+def test_queued_work_of_a_client_that_left_is_never_run(start_adapter, make_decision):
+    process, busy, long_body = start_busy(start_adapter, make_decision, repeats=80)
     leaver_body = json.dumps(make_decision(state="The client of this one hangs up while it waits.")).encode()
     leaver = connect(process.url, timeout_s=60)
     leaver.sendall(request_head(process.url, "/invocations", len(leaver_body)) + leaver_body)
@@ -209,11 +216,7 @@ def test_queued_work_of_a_client_that_left_is_never_run(start_adapter, make_deci
 
 
 def test_ping_answers_fast_while_a_decision_is_decoding(start_adapter, make_decision):
-    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
-    process.wait_ready()
-    body = json.dumps(make_decision(state="Busy: " + "a long account of events. " * 120)).encode()
-    busy = connect(process.url, timeout_s=60)
-    busy.sendall(request_head(process.url, "/invocations", len(body)) + body)
+    process, busy, _ = start_busy(start_adapter, make_decision, repeats=120)
     time.sleep(0.3)  # the decision is decoding now (it takes seconds)
     seconds = []
     for _ in range(5):
