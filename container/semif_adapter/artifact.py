@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from .gguf_header import GGUF_MAGIC, GGUFHeaderError, GGUFInfo, read_gguf_info
-from .model_files import MAX_DEPTH, SHARD_PATTERN, ModelFileError, ModelLayout, select_model
+from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info
+from .model_files import MAX_DEPTH, SHARD_PATTERN, ModelFileError, ModelLayout, check_magic, select_model
 
 CHUNK_BYTES = 4 * 1024 * 1024
 GZIP_LEVEL = 1  # quantized weights barely compress; level 1 is several times faster than 9
@@ -117,9 +117,7 @@ def build_tarball(
     with files[0].open("rb") as head:
         info = _read_info(head, files[0])
     for path in files[1:]:
-        with path.open("rb") as stream:
-            if stream.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
-                raise ModelFileError(f"{path}: does not start with the GGUF magic bytes")
+        check_magic(path)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     file_digests: dict[PurePosixPath, str] = {}

@@ -45,13 +45,11 @@ class GGUFHeaderError(ValueError):
 class GGUFInfo:
     """The header facts an operator wants to see before shipping a model."""
 
-    version: int
     tensor_count: int
     architecture: str | None
     name: str | None
     file_type: int | None
     context_length: int | None
-    split_count: int | None
 
     @property
     def quantization(self) -> str | None:
@@ -105,7 +103,7 @@ def read_gguf_info(stream: BinaryIO) -> GGUFInfo:
     reader = _Reader(stream)
     magic = stream.read(4)
     if magic != GGUF_MAGIC:
-        raise GGUFHeaderError(f"does not start with the GGUF magic (found {magic[:4]!r})")
+        raise GGUFHeaderError(f"does not start with the GGUF magic (found {magic!r})")
     version = int(reader.unpack("<I"))
     if version < 2:
         raise GGUFHeaderError(f"GGUF version {version} is too old (need 2 or later)")
@@ -117,16 +115,13 @@ def read_gguf_info(stream: BinaryIO) -> GGUFInfo:
     for _ in range(kv_count):
         key = reader.string().decode("utf-8", errors="replace")
         values[key] = reader.value(int(reader.unpack("<I")))
-    architecture = values.get("general.architecture")
-    arch = architecture if isinstance(architecture, str) else None
+    arch = _as_str(values.get("general.architecture"))
     return GGUFInfo(
-        version=version,
         tensor_count=tensor_count,
         architecture=arch,
         name=_as_str(values.get("general.name")),
         file_type=_as_int(values.get("general.file_type")),
         context_length=_as_int(values.get(f"{arch}.context_length")) if arch else None,
-        split_count=_as_int(values.get("split.count")),
     )
 
 

@@ -45,6 +45,11 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
     return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
+def not_ready_response() -> JSONResponse:
+    """One answer for `/ping` and `/invocations` while the model loads or warms up."""
+    return error_response(503, "not_ready", "the model is loading or warming up", retry_after=5)
+
+
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -97,7 +102,7 @@ def build_app(service: DecisionService) -> Starlette:
     async def ping(_request: Request) -> Response:
         if service.ready:
             return Response(status_code=200)
-        return error_response(503, "not_ready", "the model is loading or warming up", retry_after=5)
+        return not_ready_response()
 
     async def invocations(request: Request) -> Response:
         fields: dict[str, Any] = request.state.log_fields
@@ -120,7 +125,7 @@ def build_app(service: DecisionService) -> Starlette:
                                   f"{service.settings.queue_size} decisions are already admitted; retry",
                                   retry_after=1)
         except NotReadyError:
-            return error_response(503, "not_ready", "the model is loading or warming up", retry_after=5)
+            return not_ready_response()
         except ShuttingDownError:
             return error_response(503, "shutting_down", "this instance is stopping; retry on another",
                                   retry_after=1)

@@ -114,10 +114,9 @@ class DecisionEngine:
     def __init__(self, runtime: LlamaRuntime, frame: ChatFrame, slot_tokens: list[int]) -> None:
         self.runtime = runtime
         self.slot_tokens = np.asarray(slot_tokens, dtype=np.int64)
-        head = frame.prefix + '{"evidence": '
-        self._head_tokens = runtime.tokenize(head, special=True, add_bos=runtime.add_bos)
-        self._head_text = head
-        self._tail_tokens = runtime.tokenize("]}" + frame.suffix, special=True)
+        self._head_text = frame.head
+        self._head_tokens = runtime.tokenize(frame.head, special=True, add_bos=runtime.add_bos)
+        self._tail_tokens = runtime.tokenize(frame.tail, special=True)
         self._cached: list[tuple[str, int]] = []  # (chunk text, token count) held by sequence 0
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
         self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, len(slot_tokens))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import logging
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import llama_cpp
@@ -46,9 +47,6 @@ class ModelFacts:
     vocab_size: int
 
 
-_backends_loaded = False
-
-
 @llama_cpp.ggml_abort_callback
 def _abort_now(_data: ctypes.c_void_p) -> bool:
     """Installed only when a drain deadline passes: costs nothing while decisions run normally."""
@@ -62,22 +60,19 @@ def _forward_native_log(level: int, text: bytes, _user_data: ctypes.c_void_p) ->
         LOG.warning("llama.cpp: %s", text.decode("utf-8", errors="replace").rstrip())
 
 
+@cache
 def _load_backends() -> None:
-    """Register ggml's compute backends once.
+    """Register ggml's compute backends once per process, like llama.cpp's own registry.
 
     A build with GGML_BACKEND_DL keeps its CPU variants and CUDA as loadable modules beside
     libllama; ggml only searches the executable's directory (python's) unless told where.
     """
-    global _backends_loaded  # noqa: PLW0603 - process-wide, like llama.cpp's own registry
-    if _backends_loaded:
-        return
     llama_cpp.llama_log_set(_forward_native_log, ctypes.c_void_p())
     llama_cpp.llama_backend_init()
     library_dir = Path(llama_cpp.llama_cpp._base_path)
     if any(library_dir.glob("libggml-cpu-*.so")) or any(library_dir.glob("libggml-cuda*.so")):
         ggml = ctypes.CDLL(str(library_dir / "libggml.so"))
         ggml.ggml_backend_load_all_from_path(str(library_dir).encode())
-    _backends_loaded = True
 
 
 class LlamaRuntime:
@@ -173,7 +168,7 @@ class LlamaRuntime:
 
     def slot_tokens(self, frame: ChatFrame) -> list[int]:
         """The token of each slot letter, checked the way the scores depend on them."""
-        tail = "]}" + frame.suffix
+        tail = frame.tail
         tail_tokens = self.tokenize(tail, special=True)
         tokens = []
         for letter in SLOT_LETTERS:

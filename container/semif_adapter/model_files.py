@@ -107,19 +107,15 @@ def scan_model_dir(model_dir: Path, *, allow_projector: bool = False) -> ModelLa
     return select_model(found, source=str(model_dir), allow_projector=allow_projector)
 
 
-def resolve_model_path(
-    explicit: str | None, model_dir: str | os.PathLike[str] | None, *, allow_projector: bool = False
-) -> Path:
+def resolve_model_path(explicit: str | None, model_dir: str | os.PathLike[str]) -> Path:
     """The model file to load: an explicit path wins, else the single model in the dir."""
     if explicit:
-        path = Path(explicit)
-        if not path.is_file():
-            raise ModelFileError(f"{path}: model file does not exist")
+        files = [Path(explicit)]
+        if not files[0].is_file():
+            raise ModelFileError(f"{files[0]}: model file does not exist")
     else:
-        root = Path(model_dir or DEFAULT_MODEL_DIR)
-        layout = scan_model_dir(root, allow_projector=allow_projector)
-        for relative in layout.files:
-            check_magic(root / relative)
-        path = root / layout.model
-    check_magic(path)
-    return path
+        root = Path(model_dir)
+        files = [root / relative for relative in scan_model_dir(root).files]
+    for path in files:
+        check_magic(path)
+    return files[0]  # the first shard of a split model

@@ -40,6 +40,16 @@ class ChatFrame:
         prefix, suffix = rendered.split(USER_SENTINEL)
         return cls(prefix=prefix, suffix=suffix)
 
+    @property
+    def head(self) -> str:
+        """The constant chunk before the state; the engine tokenizes it once at start-up."""
+        return self.prefix + '{"evidence": '
+
+    @property
+    def tail(self) -> str:
+        """Closes the options and the turn; the slot letter comes right after it."""
+        return "]}" + self.suffix
+
 
 @dataclass(frozen=True)
 class Branch:
@@ -80,10 +90,9 @@ def _orderings(request: DecisionRequest) -> list[tuple[int, ...]]:
 
 def build_plan(frame: ChatFrame, request: DecisionRequest) -> PromptPlan:
     decision = request.decision
-    head = frame.prefix + '{"evidence": '
+    head, tail = frame.head, frame.tail
     state = canonical_state(decision.state)
     question = ', "criterion": ' + json.dumps(decision.question, ensure_ascii=False) + ', "options": ['
-    tail = "]}" + frame.suffix
     branches = []
     for order in _orderings(request):
         pieces = tuple(

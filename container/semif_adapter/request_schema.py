@@ -34,18 +34,19 @@ class Debias(StrEnum):
 
 
 NonEmpty = Annotated[str, Field(min_length=1)]
+Identifier = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class Option(BaseModel):
     model_config = _STRICT
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    id: Identifier
     description: NonEmpty
 
 
 class Decision(BaseModel):
     model_config = _STRICT
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    id: Identifier
     state: NonEmpty | dict[str, Any] | list[Any]
     question: NonEmpty
     options: Annotated[list[Option], Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS)]

@@ -26,11 +26,8 @@ class ModelIdentity:
     def of(cls, path: Path, facts: ModelFacts, sha256: str | None) -> ModelIdentity:
         stat = path.stat()
         if sha256 is None and stat.st_size < HASH_MODEL_BELOW_BYTES:
-            digest = hashlib.sha256()
             with path.open("rb") as stream:
-                while chunk := stream.read(1 << 22):
-                    digest.update(chunk)
-            sha256 = digest.hexdigest()
+                sha256 = hashlib.file_digest(stream, "sha256").hexdigest()
         identity: dict[str, object] = {"file": facts.file, "bytes": stat.st_size}
         if sha256:
             identity["sha256"] = sha256

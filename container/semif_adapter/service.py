@@ -73,10 +73,6 @@ class DecisionService:
     def ready(self) -> bool:
         return self._ready.is_set()
 
-    @property
-    def identity(self) -> ModelIdentity | None:
-        return self._identity
-
     def load(self) -> Future[None]:
         """Load and warm up on the worker thread; the future fails if the model cannot serve."""
         return self._executor.submit(self._load)
@@ -136,7 +132,7 @@ class DecisionService:
         deadline, work not yet started and the decode still running end with a JSON 503 each
         (retryable elsewhere) instead of a socket cut by the server's hard stop.
         """
-        self._draining = True
+        self.stop_admitting()
         asyncio.get_running_loop().call_later(self.settings.drain_seconds, self._hand_back)
 
     def _hand_back(self) -> None:

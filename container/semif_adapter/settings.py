@@ -16,9 +16,8 @@ from enum import IntEnum
 from pathlib import Path
 
 from .llama_flags import PREFIX
+from .model_files import DEFAULT_MODEL_DIR
 
-SCORING_FLAGS = ("N_GPU_LAYERS", "CTX_SIZE", "THREADS", "THREADS_BATCH", "BATCH_SIZE", "UBATCH_SIZE",
-                 "FLASH_ATTN")
 SEMIF_PREFIX = "SEMIF_"
 DEFAULT_MAX_CONTEXT = 8192  # when CTX_SIZE is unset: the model's own, capped (KV memory grows with it)
 MAX_BODY_BYTES = 6 * 1024 * 1024  # SageMaker's real-time payload limit
@@ -72,10 +71,11 @@ def cpu_quota() -> int:
     return max(1, min(available, math.ceil(int(quota) / int(period))))
 
 
-def _int(env: Mapping[str, str], key: str, default: int | None, minimum: int) -> int | None:
+def _optional_int(env: Mapping[str, str], key: str, minimum: int) -> int | None:
+    """The variable as an integer of at least `minimum`; None when unset or empty."""
     raw = env.get(key)
     if raw is None or raw == "":
-        return default
+        return None
     try:
         value = int(raw)
     except ValueError:
@@ -85,6 +85,11 @@ def _int(env: Mapping[str, str], key: str, default: int | None, minimum: int) ->
     return value
 
 
+def _int(env: Mapping[str, str], key: str, default: int, minimum: int) -> int:
+    value = _optional_int(env, key, minimum)
+    return default if value is None else value
+
+
 def _gpu_layers(env: Mapping[str, str]) -> int | None:
     key = PREFIX + "N_GPU_LAYERS"
     raw = env.get(key, "").strip().lower()
@@ -92,7 +97,7 @@ def _gpu_layers(env: Mapping[str, str]) -> int | None:
         return None
     if raw == "all":
         return -1
-    return _int(env, key, None, -1)
+    return _optional_int(env, key, -1)
 
 
 def _flash_attn(env: Mapping[str, str]) -> FlashAttention:
@@ -110,10 +115,9 @@ def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | Non
                   host: str | None = None) -> Settings:
     """Settings from an environment map; command-line values win over the environment."""
     env = os.environ if env is None else env
-    threads = _int(env, PREFIX + "THREADS", None, 1) or cpu_quota()
+    threads = _optional_int(env, PREFIX + "THREADS", 1) or cpu_quota()
     batch_size = _int(env, PREFIX + "BATCH_SIZE", 2048, 1)
     ubatch_size = _int(env, PREFIX + "UBATCH_SIZE", 512, 1)
-    assert batch_size is not None and ubatch_size is not None
     if ubatch_size > batch_size:
         raise SettingsError(PREFIX + "UBATCH_SIZE", f"{ubatch_size} exceeds BATCH_SIZE {batch_size}")
     sha = env.get(SEMIF_PREFIX + "MODEL_SHA256") or None
@@ -121,19 +125,19 @@ def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | Non
         raise SettingsError(SEMIF_PREFIX + "MODEL_SHA256", "expected 64 lower-case hex digits")
     return Settings(
         model_path=model_path or env.get(PREFIX + "MODEL") or None,
-        model_dir=model_dir or env.get("SM_MODEL_DIR") or env.get(PREFIX + "MODEL_DIR") or "/opt/ml/model",
+        model_dir=model_dir or env.get("SM_MODEL_DIR") or env.get(PREFIX + "MODEL_DIR") or DEFAULT_MODEL_DIR,
         host=host or env.get(SEMIF_PREFIX + "HOST") or "0.0.0.0",
-        port=port or _int(env, "SAGEMAKER_BIND_TO_PORT", 8080, 1) or 8080,
+        port=port or _int(env, "SAGEMAKER_BIND_TO_PORT", 8080, 1),
         n_gpu_layers=_gpu_layers(env),
-        ctx_size=_int(env, PREFIX + "CTX_SIZE", None, 0) or None,
+        ctx_size=_optional_int(env, PREFIX + "CTX_SIZE", 0) or None,
         threads=threads,
-        threads_batch=_int(env, PREFIX + "THREADS_BATCH", None, 1) or threads,
+        threads_batch=_optional_int(env, PREFIX + "THREADS_BATCH", 1) or threads,
         batch_size=batch_size,
         ubatch_size=ubatch_size,
         flash_attn=_flash_attn(env),
-        queue_size=_int(env, SEMIF_PREFIX + "QUEUE_SIZE", 32, 1) or 32,
-        max_body_bytes=_int(env, SEMIF_PREFIX + "MAX_BODY_BYTES", MAX_BODY_BYTES, 1024) or MAX_BODY_BYTES,
+        queue_size=_int(env, SEMIF_PREFIX + "QUEUE_SIZE", 32, 1),
+        max_body_bytes=_int(env, SEMIF_PREFIX + "MAX_BODY_BYTES", MAX_BODY_BYTES, 1024),
         chat_template=env.get(SEMIF_PREFIX + "CHAT_TEMPLATE") or None,
         model_sha256=sha,
-        drain_seconds=_int(env, SEMIF_PREFIX + "DRAIN_SECONDS", 20, 1) or 20,
+        drain_seconds=_int(env, SEMIF_PREFIX + "DRAIN_SECONDS", 20, 1),
     )

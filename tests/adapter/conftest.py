@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from scripts.local.endpoints import start_decision_container
 from scripts.local.processes import ChildError, wait_for_ping
+from scripts.reliability.bodies import decision
 from semif_adapter.embedded_model import embedded_model_path
 
 START_TIMEOUT = 60.0
@@ -79,16 +81,7 @@ def client(adapter: AdapterProcess) -> Iterator[httpx.Client]:
         yield session
 
 
-def decision(state: object = "The invoice is 45 days overdue and two reminders went unanswered.",
-             question: str = "What should accounts receivable do next?",
-             options: list[tuple[str, str]] | None = None, **knobs: object) -> dict:
-    options = options or [("remind", "Send another reminder email"), ("call", "Phone the customer"),
-                          ("collections", "Hand the account to collections")]
-    return {"decision": {"id": "case-1", "state": state, "question": question,
-                         "options": [{"id": i, "description": d} for i, d in options]}, **knobs}
-
-
 @pytest.fixture(scope="session")
-def make_decision():
-    """The request builder, as a fixture (test modules do not import conftest)."""
+def make_decision() -> Callable[..., dict[str, Any]]:
+    """The project's one request builder (id "case-1", three options), as a fixture."""
     return decision
