@@ -46,7 +46,7 @@ class RemoteArtifact:
     key: str
     model_file: PurePosixPath
     model_bytes: int | None
-    sha256: str | None
+    model_sha256: str | None  # the config's content pin, when pinned by content
     version_id: str | None
     kms_key_arn: str | None
 
@@ -119,7 +119,7 @@ class ArtifactCache:
         if entry is not None:
             tarball = self.tarball_for(entry.model_sha256)
             if tarball.is_file() and tarball.stat().st_size == entry.tarball_bytes:
-                return _local(tarball, entry, asset_hash=f"{ARTIFACT_FORMAT}:{entry.model_sha256}")
+                return _local(tarball, entry)
         stat = source.stat()
         staging = self.root / f".build-{uuid.uuid4().hex}" / "model.tar.gz"
         try:
@@ -131,7 +131,7 @@ class ArtifactCache:
             shutil.rmtree(staging.parent, ignore_errors=True)
         entry = _entry(report, stat, "gguf")
         self._remember(source, entry)
-        return _local(tarball, entry, asset_hash=f"{ARTIFACT_FORMAT}:{entry.model_sha256}")
+        return _local(tarball, entry)
 
     def checked(self, tarball: Path) -> LocalArtifact:
         """A prepared model.tar.gz, validated against the packaging rules once per (path, size, mtime)."""
@@ -141,7 +141,7 @@ class ArtifactCache:
             stat = source.stat()
             entry = _entry(check_tarball(source), stat, "tarball")
             self._remember(source, entry)
-        return _local(source, entry, asset_hash=f"tarball:{entry.tarball_sha256}")
+        return _local(source, entry)
 
 
 def _entry(report: ArtifactReport, stat: os.stat_result, kind: str) -> _Entry:
@@ -150,7 +150,10 @@ def _entry(report: ArtifactReport, stat: os.stat_result, kind: str) -> _Entry:
                   tarball_sha256=report.tarball_sha256, tarball_bytes=report.tarball_bytes)
 
 
-def _local(tarball: Path, entry: _Entry, asset_hash: str) -> LocalArtifact:
+def _local(tarball: Path, entry: _Entry) -> LocalArtifact:
+    """The asset hash follows what defines the bytes: our packaging format and the model, or the user's tarball."""
+    asset_hash = (f"{ARTIFACT_FORMAT}:{entry.model_sha256}" if entry.kind == "gguf"
+                  else f"tarball:{entry.tarball_sha256}")
     return LocalArtifact(tarball=tarball, asset_hash=asset_hash, model_file=PurePosixPath(entry.model_file),
                          model_bytes=entry.model_bytes, tarball_bytes=entry.tarball_bytes,
                          model_sha256=entry.model_sha256)
@@ -161,13 +164,13 @@ def prepare_artifact(source: EmbeddedModel | GgufModel | TarballModel | S3Model,
     """Resolve the configured source; packaging-rule violations become ConfigError naming `key`."""
     if isinstance(source, S3Model):
         return RemoteArtifact(bucket=source.bucket, key=source.key, model_file=PurePosixPath(source.model_file),
-                              model_bytes=source.model_bytes, sha256=source.sha256, version_id=source.version_id,
+                              model_bytes=source.model_bytes, model_sha256=source.sha256,
+                              version_id=source.version_id,
                               kms_key_arn=source.kms_key_arn)
     try:
         if isinstance(source, EmbeddedModel):
             return cache.packaged(embedded_model_path())
-        path = Path(source.path)
-        path = path if path.is_absolute() else base_dir / path
+        path = base_dir / source.path  # an absolute path replaces base_dir
         if isinstance(source, GgufModel):
             return cache.packaged(path)
         return cache.checked(path)

@@ -11,27 +11,31 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
 from aws_cdk.region_info import RegionInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from semif_adapter.llama_flags import PREFIX, FlagError, check_setting
+from semif_adapter.llama_flags import CONSUMED, PREFIX, FlagError, check_setting
+from semif_adapter.model_files import MAX_DEPTH, MODEL_SUFFIX, is_projector
+from semif_adapter.settings import SEMIF_PREFIX, SettingsError, load_settings
 
 from .instances import Accelerator, InstanceTypeError, describe_instance, inference_ami_versions
 
 CONTEXT_KEY = "semif"  # cdk.json: context.semif = {app_name, environments: {NAME: {...}}}
 ENV_CONTEXT_KEY = "env"  # cdk synth -c env=NAME
-SEMIF_PREFIX = "SEMIF_"
 EndpointKind = Literal["chat", "decision"]
 ENDPOINT_KINDS: tuple[EndpointKind, ...] = ("chat", "decision")
 
 # The CUDA 13 runtime in the DLC's CUDA image needs a driver newer than the default host AMI's.
 CUDA13_AMI_VERSIONS = frozenset({"al2-ami-sagemaker-inference-gpu-3-1", "al2023-ami-sagemaker-inference-gpu-4-1"})
 GPU_LAYERS_ALL = "999"
-# Set by the stack from the artifact; a second value in config would fight it.
-STACK_OWNED_LLAMA = frozenset({"MODEL", "MODEL_DIR", "PORT"})
-STACK_OWNED_SEMIF = frozenset({"SEMIF_MODEL_SHA256"})
+# Set by the stack from the artifact; a second value in config would fight it. The llama ones are the keys the
+# DLC's entry point consumes, which `check_setting` accepts whatever their value, so they are refused here.
+STACK_OWNED_LLAMA = CONSUMED
+MODEL_SHA256_KEY = SEMIF_PREFIX + "MODEL_SHA256"  # the adapter's check of the model it loads
+STACK_OWNED_SEMIF = frozenset({MODEL_SHA256_KEY})
 # Model downloads at start-up: the artifact is the model, and network isolation blocks them anyway.
 DOWNLOAD_FLAGS = re.compile(r"^(HF|MODEL_URL|DOCKER_REPO)(_|$)")
 # Environment variables are returned by DescribeModel to anyone allowed to call it: never a secret there.
@@ -123,9 +127,10 @@ class S3Model(_Strict):
     @classmethod
     def _model_file(cls, value: str) -> str:
         parts = value.split("/")
-        if (not value.endswith(".gguf") or value.startswith("/") or ".." in parts or len(parts) > 2
-                or parts[-1].startswith("mmproj")):
-            raise ValueError(f"{value!r} must be a relative .gguf path at most 2 levels deep, not a projector")
+        if (not value.endswith(MODEL_SUFFIX) or value.startswith("/") or ".." in parts or len(parts) > MAX_DEPTH
+                or is_projector(PurePosixPath(value))):
+            raise ValueError(f"{value!r} must be a relative .gguf path at most {MAX_DEPTH} levels deep, "
+                             "not a projector")
         return value
 
     @model_validator(mode="after")
@@ -218,6 +223,14 @@ class Endpoint(_Strict):
     startup_health_check_timeout_s: int | None = Field(None, ge=60, le=3600)
 
 
+def _resource_ids(value: list[str], prefix: str, noun: str) -> list[str]:
+    """Refuse the first item that is not an EC2 resource id `prefix-` + 8 to 17 hex digits (one check, three lists)."""
+    for item in value:
+        if not re.match(rf"^{prefix}-[0-9a-f]{{8,17}}$", item):
+            raise ValueError(f"{item!r} is not a {noun} id ({prefix}-...)")
+    return value
+
+
 class VpcEndpoints(_Strict):
     """Interface endpoints (ECR API, ECR Docker, CloudWatch Logs) and an S3 gateway endpoint in the VPC."""
 
@@ -227,10 +240,7 @@ class VpcEndpoints(_Strict):
     @field_validator("route_table_ids")
     @classmethod
     def _route_tables(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not re.match(r"^rtb-[0-9a-f]{8,17}$", item):
-                raise ValueError(f"{item!r} is not a route table id (rtb-...)")
-        return value
+        return _resource_ids(value, "rtb", "route table")
 
 
 class Vpc(_Strict):
@@ -243,18 +253,12 @@ class Vpc(_Strict):
     @field_validator("subnet_ids")
     @classmethod
     def _subnets(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not re.match(r"^subnet-[0-9a-f]{8,17}$", item):
-                raise ValueError(f"{item!r} is not a subnet id (subnet-...)")
-        return value
+        return _resource_ids(value, "subnet", "subnet")
 
     @field_validator("security_group_ids")
     @classmethod
     def _groups(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not re.match(r"^sg-[0-9a-f]{8,17}$", item):
-                raise ValueError(f"{item!r} is not a security group id (sg-...)")
-        return value
+        return _resource_ids(value, "sg", "security group")
 
 
 BUILD_ARG_SECRET = ("looks like a secret; build args are a plain-text environment variable of the CodeBuild "
@@ -334,7 +338,7 @@ class Deployment:
         return f"{self.app_name}-{self.env_name}"
 
     def endpoint_name(self, kind: EndpointKind) -> str:
-        return f"{self.app_name}-{self.env_name}-{kind}"
+        return f"{self.stack_name}-{kind}"
 
 
 def _key(prefix: str, loc: tuple[int | str, ...]) -> str:
@@ -477,8 +481,6 @@ def _check_llama_env(where: str, env: Mapping[str, str]) -> list[tuple[str, str]
 
 def _check_adapter_settings(env: Environment) -> list[tuple[str, str]]:
     """Run the decision adapter's own settings parser on the environment it will get."""
-    from semif_adapter.settings import SettingsError, load_settings
-
     merged = {**env.llama_env_for("decision"), **env.decision.env}
     try:
         load_settings(merged)

@@ -33,7 +33,7 @@ from .nag import accept_redundant_depends_on, acknowledge, acknowledge_provider
 # Never part of the Docker build context's identity (caches and local build outputs).
 EXCLUDED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "node_modules"})
 EXCLUDED_SUFFIXES = (".pyc", ".egg-info")
-ASSET_EXCLUDES = [*(f"**/{name}" for name in sorted(EXCLUDED_DIRS)), "**/*.pyc", "**/*.egg-info"]
+ASSET_EXCLUDES = [*(f"**/{name}" for name in sorted(EXCLUDED_DIRS)), *(f"**/*{end}" for end in EXCLUDED_SUFFIXES)]
 QUERY_INTERVAL = Duration.seconds(30)
 WAITER_MARGIN_MINUTES = 10  # queueing and provisioning of the build host, on top of the build timeout
 KEPT_IMAGES = 20

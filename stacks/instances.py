@@ -14,6 +14,7 @@ from functools import cache
 from typing import Literal
 
 import botocore.session
+from botocore.model import ServiceModel
 
 Accelerator = Literal["cpu", "gpu"]
 
@@ -61,17 +62,21 @@ class InstanceFacts:
 
 
 @cache
+def _sagemaker_model() -> ServiceModel:
+    """The pinned botocore SageMaker model, parsed once for both enums below (another session would parse it again)."""
+    return botocore.session.get_session().get_service_model("sagemaker")
+
+
+@cache
 def realtime_instance_types() -> frozenset[str]:
     """Every instance type SageMaker accepts for a production variant, from the pinned botocore model."""
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    return frozenset(model.shape_for("ProductionVariantInstanceType").enum)
+    return frozenset(_sagemaker_model().shape_for("ProductionVariantInstanceType").enum)
 
 
 @cache
 def inference_ami_versions() -> frozenset[str]:
     """Every `InferenceAmiVersion` SageMaker knows, from the pinned botocore model."""
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    return frozenset(model.shape_for("ProductionVariantInferenceAmiVersion").enum)
+    return frozenset(_sagemaker_model().shape_for("ProductionVariantInferenceAmiVersion").enum)
 
 
 def describe_instance(instance_type: str) -> InstanceFacts:

@@ -15,7 +15,7 @@ from constructs import Construct
 
 from .artifact_source import Artifact, LocalArtifact, container_model_path
 from .capture_bucket import CaptureBucket
-from .config import ENDPOINT_KINDS, LOG_RETENTION_DAYS, SEMIF_PREFIX, Deployment, EndpointKind
+from .config import ENDPOINT_KINDS, LOG_RETENTION_DAYS, MODEL_SHA256_KEY, Deployment, EndpointKind
 from .decision_image import DecisionImage
 from .dlc import DlcRegistry
 from .llama_endpoint import EndpointProps, ImageSource, LlamaEndpoint
@@ -84,9 +84,8 @@ class SemifStack(Stack):
         environment = {**env.llama_env_for(kind), "SM_LLAMA_CPP_MODEL": container_model_path(artifact)}
         if kind == "decision":
             environment.update(env.decision.env)
-            digest = artifact.model_sha256 if isinstance(artifact, LocalArtifact) else artifact.sha256
-            if digest:
-                environment[f"{SEMIF_PREFIX}MODEL_SHA256"] = digest
+            if artifact.model_sha256:
+                environment[MODEL_SHA256_KEY] = artifact.model_sha256
         return environment
 
     def _outputs(self) -> None:

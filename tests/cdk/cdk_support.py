@@ -24,7 +24,7 @@ from aws_cdk.assertions import Template
 from constructs import IConstruct
 
 from stacks.build import REPO_ROOT, build_app
-from stacks.config import ConfigError, Deployment, load_deployment
+from stacks.config import CONTEXT_KEY, ConfigError, Deployment, load_deployment
 from stacks.semif_stack import SemifStack
 
 ACK_METADATA = "aws:cdk:acknowledged-rules"  # where Validations.acknowledge records a finding and its reason
@@ -74,9 +74,7 @@ def context_for(env_name: str, changes: dict[str, Any] | None = None) -> dict[st
 
 def load(env_name: str, changes: dict[str, Any] | None = None) -> Deployment:
     """Validate one environment of cdk.json with changes, as `cdk synth -c env=NAME` would."""
-    context = {**CDK_CONTEXT["semif"],
-               "environments": {**CDK_CONTEXT["semif"]["environments"], env_name: environment(env_name, changes)}}
-    return load_deployment(context, env_name)
+    return load_deployment(context_for(env_name, changes)[CONTEXT_KEY], env_name)
 
 
 def problems(env_name: str, changes: dict[str, Any]) -> dict[str, str]:
@@ -132,6 +130,11 @@ def shared_synth(name: str, factory: pytest.TempPathFactory, env_name: str,
     if name not in SHARED:
         SHARED[name] = Synth(*synth(env_name, factory.mktemp(f"cdk-{name}"), changes))
     return SHARED[name]
+
+
+def as_list(value: Any) -> list[Any]:
+    """A policy statement's Action or Resource, which CloudFormation allows as one string or a list."""
+    return value if isinstance(value, list) else [value]
 
 
 def acknowledgements(construct: IConstruct) -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 from aws_cdk.region_info import RegionInfo
-from cdk_support import Synth
+from cdk_support import Synth, as_list
 
 from stacks.build import CONTAINER_DIR
 from stacks.decision_image import DEFAULT_BUILD_ARGS, image_tag, source_fingerprint
@@ -26,10 +26,6 @@ def dlc_image(region: str, tag: str) -> str:
 def statements(synth: Synth, policy_path: str) -> list[dict[str, Any]]:
     _, policy = synth.one("AWS::IAM::Policy", policy_path)
     return policy["Properties"]["PolicyDocument"]["Statement"]
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
 
 
 @pytest.fixture(params=["dev", "prod"])

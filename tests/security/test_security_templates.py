@@ -10,7 +10,7 @@ from typing import Any
 
 import botocore.session
 import pytest
-from cdk_support import Synth, acknowledgements_in_effect
+from cdk_support import Synth, acknowledgements_in_effect, as_list
 
 from stacks.instances import describe_instance
 from stacks.vpc_endpoints import INTERFACE_SERVICES
@@ -30,10 +30,6 @@ CFN_OWNED_NAMES = frozenset({"ServiceToken"})  # custom-resource property names 
 @pytest.fixture(params=SYNTHS)
 def synthesized(request: pytest.FixtureRequest) -> Synth:
     return request.getfixturevalue(request.param)
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
 
 
 def policy_statements(synth: Synth) -> Iterator[tuple[str, dict[str, Any]]]:
