@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -189,7 +189,7 @@ def parse_decision(request: DecisionRequest, body: bytes | str | Mapping[str, An
     )
 
 
-def _model_busy_retry(max_attempts: int):
+def _model_busy_retry(max_attempts: int) -> Callable[..., float | None]:
     """A `needs-retry` handler: a delay for a container's 503/429 ModelError, else None (botocore decides)."""
 
     def handler(response: Any = None, attempts: int = 1, **_: Any) -> float | None:
@@ -235,8 +235,7 @@ def _rejection(error: ClientError) -> DecisionError:
     try:
         inner = json.loads(original)["error"]
         return DecisionRejectedError(status, str(inner.get("code", "error")),
-                                     str(inner.get("message", original)),
-                                inner.get("field"))
+                                     str(inner.get("message", original)), inner.get("field"))
     except (ValueError, KeyError, TypeError, AttributeError):
         if status in RETRYABLE_MODEL_STATUS:
             return DecisionUnavailableError(f"ModelError {status} after retries: {original or message}")
@@ -260,8 +259,7 @@ class DecisionClient:
                 EndpointName=self.endpoint_name, ContentType=CONTENT_TYPE, Accept=CONTENT_TYPE,
                 Body=json.dumps(request.to_payload()).encode(), **extra)
         except ClientError as error:
-            rejection = _rejection(error)
-            raise rejection from error
+            raise _rejection(error) from error
         except BotoCoreError as error:
             raise DecisionUnavailableError(f"{self.endpoint_name}: {error}") from error
         return parse_decision(request, response["Body"].read())

@@ -29,8 +29,8 @@ from scripts.local.processes import (
     descendants,
     free_port,
     http_status,
-    pid_alive,
     start_child,
+    survivors,
     wait_until,
 )
 from semif_adapter.artifact import build_tarball, check_tarball
@@ -97,11 +97,9 @@ def stop_endpoints(gateway: Child) -> None:
     family = descendants(gateway.pid)
     started = time.monotonic()
     status = gateway.stop(timeout_s=STOP_TIMEOUT_S)
-    try:
-        wait_until(lambda: not any(pid_alive(pid) for pid in family), timeout_s=5.0, what="child processes")
-    except TimeoutError as error:
-        left = sorted(pid for pid in family if pid_alive(pid))
-        raise DemoError(f"processes {left} outlived the local endpoints") from error
+    left = survivors(family)
+    if left:
+        raise DemoError(f"processes {sorted(left)} outlived the local endpoints")
     if status != 0:
         raise DemoError(f"the local endpoints exited with status {status} (log: {gateway.log_path})")
     say(f"stopped {len(family) + 1} processes in {time.monotonic() - started:.1f} s, none left behind")

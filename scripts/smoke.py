@@ -345,10 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     label = f"smoke {args.role}" + (" --stream" if args.stream else "")
     try:
         report = run(args)
-    except SmokeFailure as error:
-        print(f"{label}: FAILED: {error}", file=sys.stderr)
-        return 1
-    except BotoCoreError as error:  # no credentials, no region, unreachable AWS
+    except (SmokeFailure, BotoCoreError) as error:  # BotoCoreError: no credentials, no region, unreachable AWS
         print(f"{label}: FAILED: {error}", file=sys.stderr)
         return 1
     print(f"{label}: OK: {report}")

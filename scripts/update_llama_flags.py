@@ -1,6 +1,6 @@
 """Regenerate the committed llama-server flag list from the pinned build's `--help`.
 
-Run after changing the llama-cpp-python pin; tests/test_llama_flags.py fails until the
+Run after changing the llama-cpp-python pin; tests/foundation/test_llama_flags.py fails until the
 committed list matches the built binary again.
 """
 

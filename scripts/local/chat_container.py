@@ -41,12 +41,17 @@ PING_TIMEOUT_S = 2.0  # SageMaker's own ping timeout
 UPSTREAM_TIMEOUT = httpx.Timeout(connect=5.0, read=600.0, write=60.0, pool=5.0)
 
 
+def _model_dir(env: Mapping[str, str]) -> str:
+    """The directory the DLC's entry point searches when no model file is named (as given)."""
+    return env.get(f"{PREFIX}MODEL_DIR") or DEFAULT_MODEL_DIR
+
+
 def dlc_model_path(env: Mapping[str, str]) -> Path | None:
     """The model the DLC's entry point would load, or None when it finds none."""
     explicit = env.get(f"{PREFIX}MODEL")
     if explicit:
         return Path(explicit)
-    root = Path(env.get(f"{PREFIX}MODEL_DIR") or DEFAULT_MODEL_DIR)
+    root = Path(_model_dir(env))
     for pattern in ("*.gguf", "*/*.gguf"):
         found = sorted(root.glob(pattern))
         if found:
@@ -59,7 +64,7 @@ def layout_warning(env: Mapping[str, str]) -> str | None:
     if env.get(f"{PREFIX}MODEL"):
         return None
     try:
-        scan_model_dir(Path(env.get(f"{PREFIX}MODEL_DIR") or DEFAULT_MODEL_DIR))
+        scan_model_dir(Path(_model_dir(env)))
     except ModelFileError as error:
         return str(error)
     return None
@@ -137,12 +142,13 @@ def serve(env: Mapping[str, str], port: int) -> int:
     except FlagError as error:
         print(f"chat container: refused: {error}", file=sys.stderr)
         return 2
-    if dlc_model_path(env) is None:
-        print(f"chat container: no *.gguf under {env.get(f'{PREFIX}MODEL_DIR') or DEFAULT_MODEL_DIR}; "
-              f"set {PREFIX}MODEL or {PREFIX}MODEL_DIR", file=sys.stderr)
+    model = dlc_model_path(env)
+    if model is None:
+        print(f"chat container: no *.gguf under {_model_dir(env)}; set {PREFIX}MODEL or {PREFIX}MODEL_DIR",
+              file=sys.stderr)
         return 2
     if warning := layout_warning(env):
-        print(f"chat container: warning: {warning}; the DLC loads {dlc_model_path(env)}", file=sys.stderr)
+        print(f"chat container: warning: {warning}; the DLC loads {model}", file=sys.stderr)
     upstream_port = free_port()
     argv = llama_server_argv(llama_server_binary(), env, upstream_port)
     print("chat container: " + " ".join(argv), file=sys.stderr, flush=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from scripts.local.processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
 from semif_adapter.llama_flags import PREFIX
+from semif_adapter.settings import cpu_quota
 
 REPO = Path(__file__).resolve().parents[2]
 DECISION_SERVE = REPO / "container" / "serve"
@@ -33,7 +34,7 @@ def local_defaults() -> dict[str, str]:
     Each container gets half the CPUs: llama.cpp's worker threads spin while they wait for each other,
     so two servers that each take every core slow each other down badly when both are busy.
     """
-    threads = max(1, len(os.sched_getaffinity(0)) // 2)
+    threads = max(1, cpu_quota() // 2)
     return {f"{PREFIX}CTX_SIZE": "2048", f"{PREFIX}PARALLEL": "1", f"{PREFIX}THREADS": str(threads)}
 
 

@@ -18,7 +18,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -186,3 +186,11 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def survivors(pids: Iterable[int], timeout_s: float = 5.0) -> set[int]:
+    """Those of `pids` still alive after waiting up to `timeout_s` for all to exit (after a stop)."""
+    family = set(pids)
+    with contextlib.suppress(TimeoutError):
+        wait_until(lambda: not any(pid_alive(p) for p in family), timeout_s=timeout_s, what="children")
+    return {p for p in family if pid_alive(p)}

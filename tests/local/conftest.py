@@ -10,7 +10,6 @@ container with scripted behaviour.
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import pytest
 import uvicorn
 from botocore.config import Config
 
-from scripts.local.processes import LOOPBACK, descendants, free_port, http_status, pid_alive, wait_until
+from scripts.local.processes import LOOPBACK, descendants, free_port, http_status, survivors, wait_until
 from semif_adapter.embedded_model import embedded_model_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,9 +67,7 @@ class RunningGateway:
         except subprocess.TimeoutExpired:
             self.process.kill()
             status = self.process.wait(timeout=STOP_TIMEOUT_S)
-        with contextlib.suppress(TimeoutError):
-            wait_until(lambda: not any(pid_alive(p) for p in family), timeout_s=5.0, what="children")
-        return status, {p for p in family if pid_alive(p)}
+        return status, survivors(family)
 
 
 def _start(tmp: Path, extra: tuple[str, ...], env: dict[str, str] | None) -> RunningGateway:
