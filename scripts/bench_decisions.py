@@ -26,8 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python scripts/bench_decisions.py` from a checkout
@@ -46,6 +47,7 @@ from semif_adapter.settings import cpu_quota  # noqa: E402
 
 FULL_OUT = ROOT / "docs" / "bench"
 QUICK_OUT = ROOT / "build" / "bench-quick"
+T = TypeVar("T")
 
 
 def load() -> list[float]:
@@ -72,7 +74,7 @@ class Phases:
     def __init__(self) -> None:
         self.log: dict[str, dict[str, Any]] = {}
 
-    def run(self, name: str, function: Any, *args: Any) -> Any:
+    def run(self, name: str, function: Callable[..., T], *args: Any) -> T:
         before, started = load(), time.monotonic()
         print(f"bench: {name} (load {before[0]})", file=sys.stderr, flush=True)
         result = function(*args)

@@ -1,4 +1,4 @@
-"""Latency summaries: medians and tails, with the spread, never a lone mean."""
+"""Latency summaries: medians and tails, with the spread, never a lone mean (benchmark and reliability report)."""
 
 from __future__ import annotations
 

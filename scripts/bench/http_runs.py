@@ -39,6 +39,11 @@ class Outcome:
         return self.status == 200 and self.document is not None
 
 
+def failures(outcomes: list[Outcome]) -> list[str]:
+    """One entry per request that got no 200 document: its transport error or its status."""
+    return [o.error or f"HTTP {o.status}" for o in outcomes if not o.ok]
+
+
 def encode(spec: Spec) -> bytes:
     return json.dumps(spec.body()).encode()
 

@@ -7,16 +7,12 @@ from typing import Any
 from scripts.bench import http_runs
 from scripts.bench.config import Config
 from scripts.bench.http_runs import Outcome
-from scripts.bench.stats import summarize
 from scripts.bench.workload import Spec
+from scripts.stats import summarize
 
 
 def _timing(outcomes: list[Outcome], key: str) -> list[float]:
     return [float(o.document["timing"][key]) for o in outcomes if o.ok and o.document]
-
-
-def _failures(outcomes: list[Outcome]) -> list[str]:
-    return [o.error or f"HTTP {o.status}" for o in outcomes if not o.ok]
 
 
 def fanout(url: str, config: Config) -> dict[str, Any]:
@@ -29,15 +25,15 @@ def fanout(url: str, config: Config) -> dict[str, Any]:
         same = [http_runs.encode(Spec(size, base + 1, i, options)) for i in range(n)]
         wall, outcomes = http_runs.burst(url, same)
         runs["together"].append(wall * 1000 / n)
-        failures += _failures(outcomes)
+        failures += http_runs.failures(outcomes)
         same = [http_runs.encode(Spec(size, base + 2, i, options)) for i in range(n)]
         outcomes = http_runs.sequential(url, same)
         runs["back_to_back"].append(sum(o.ms for o in outcomes) / n)
-        failures += _failures(outcomes)
+        failures += http_runs.failures(outcomes)
         fresh = [http_runs.encode(Spec(size, base + 10 + i, i, options)) for i in range(n)]
         outcomes = http_runs.sequential(url, fresh)
         runs["fresh_states"].append(sum(o.ms for o in outcomes) / n)
-        failures += _failures(outcomes)
+        failures += http_runs.failures(outcomes)
     return {"questions": n, "size": size, "options": options,
             "per_decision_ms": {mode: summarize(values) for mode, values in runs.items()}, "failures": failures}
 

@@ -13,8 +13,8 @@ from scripts.bench.inprocess import (
     floor_ms,
     pipeline_overhead_ms,
 )
-from scripts.bench.stats import summarize
 from scripts.bench.workload import Spec
+from scripts.stats import summarize
 
 
 def overhead(model: Model, config: Config) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from scripts.bench import http_runs
 from scripts.bench.config import FRESH, Config, Scenario
 from scripts.bench.http_runs import Outcome
 from scripts.bench.inprocess import Model, floor_ms, reference_ms
-from scripts.bench.stats import summarize
 from scripts.bench.workload import Spec
+from scripts.stats import summarize
 
 SETTLE_S = 0.05  # libgomp spins a few ms after a parallel region before it sleeps
 ANSWER_SAMPLES = 4
@@ -80,7 +80,7 @@ def _adapter_summary(outcomes: list[Outcome]) -> dict[str, Any]:
         "http_overhead_ms": summarize([o.ms - t["total_ms"] for o, t in zip(ok, timing, strict=True)]),
         "reported_cached_tokens": [int(t["cached_tokens"]) for t in timing],
         "reported_evaluated_tokens": [int(t["evaluated_tokens"]) for t in timing],
-        "failures": [o.error or f"HTTP {o.status}" for o in outcomes if not o.ok],
+        "failures": http_runs.failures(outcomes),
     }
 
 
@@ -89,7 +89,7 @@ def _chat_summary(outcomes: list[Outcome], options: int) -> dict[str, Any]:
     timings = [o.document.get("timings", {}) for o in outcomes if o.ok and o.document]
     return {
         "latency_ms": summarize([o.ms for o in outcomes if o.ok]),
-        "http_failures": [o.error or f"HTTP {o.status}" for o in outcomes if not o.ok],
+        "http_failures": http_runs.failures(outcomes),
         "parse_failures": sum(a is None or http_runs.parse_choice(a, options) is None for a in answers),
         "answers": answers[:ANSWER_SAMPLES],
         "generated_tokens": summarize([float(t.get("predicted_n", 0)) for t in timings]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scripts.bench.stats import ratio
+from scripts.stats import ratio
 
 OVERHEAD_LIMIT = 1.10
 REUSE_LIMIT = 1.20

@@ -1,4 +1,4 @@
-"""Decision request bodies: ordinary ones for load, and the one sender all drivers share.
+"""Decision request bodies: ordinary ones for load, and the one sender (and error reader) all drivers share.
 
 Load bodies come from a seeded generator over a small pool of states, so some
 requests reuse the KV prefix and some do not, as real traffic would, and every
@@ -24,6 +24,7 @@ QUESTIONS = ("What should happen next?", "Which team should handle this?", "How 
 OPTIONS = (("remind", "Send a reminder"), ("call", "Phone the customer"), ("escalate", "Escalate to a manager"),
            ("refund", "Refund in full"), ("wait", "Wait three more days"), ("close", "Close the case"))
 VARIANTS = 8  # distinct suffixes per pool state: enough misses to exercise the cache, enough hits to use it
+REQUEST_TIMEOUT_S = 120.0  # every driver's bound on one request (not the load's, which is SageMaker's 60 s)
 
 
 def decision(decision_id: str = "case-1", state: object = STATES[0], question: str = QUESTIONS[0],
@@ -49,3 +50,11 @@ def post_json(client: httpx.Client, url: str, body: dict[str, Any] | bytes, **kw
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     return client.post(f"{url}/invocations", content=content, headers={"content-type": "application/json"},
                        **kwargs)
+
+
+def error_code(response: httpx.Response) -> str | None:
+    """`error.code` of a JSON error envelope, else None."""
+    try:
+        return response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return None

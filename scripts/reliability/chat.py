@@ -11,6 +11,7 @@ and no orphan, never with a front that serves nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -20,12 +21,12 @@ from typing import Any
 
 import httpx
 
-from scripts.local.processes import descendants
+from scripts.local.processes import LOOPBACK, descendants, wait_until
 from scripts.reliability import rawhttp
+from scripts.reliability.bodies import REQUEST_TIMEOUT_S, error_code
 from scripts.reliability.load import latency_summary
 from scripts.reliability.servers import Server, start_chat
 
-REQUEST_TIMEOUT_S = 120.0
 MAX_TOKENS = 8
 LIMIT = 6 * 1024 * 1024
 CRASH_DEPTH = 200_000  # nested arrays: llama-server b8xxx dies of SIGSEGV on these (a 400 KB body)
@@ -40,7 +41,7 @@ def upstream_url(server: Server) -> str:
     for pid in descendants(server.pid):
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         if argv and argv[0].endswith(b"llama-server") and b"--port" in argv:
-            return f"http://127.0.0.1:{int(argv[argv.index(b'--port') + 1])}"
+            return f"http://{LOOPBACK}:{int(argv[argv.index(b'--port') + 1])}"
     raise RuntimeError("no llama-server under the chat container")
 
 
@@ -135,13 +136,13 @@ def chat_crash_probe(log_dir: Path) -> dict[str, Any]:
     problems = []
     try:
         response = _post(f"{server.url}/invocations", body)
-        status, code = response.status_code, _code(response)
+        status, code = response.status_code, error_code(response)
     except httpx.HTTPError as error:
         status, code = None, type(error).__name__
-    deadline = time.monotonic() + 10
-    while server.alive() and time.monotonic() < deadline and status == 502:
-        time.sleep(0.1)
     crashed = status == 502
+    if crashed:  # give the container its moment to notice and exit
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: not server.alive(), timeout_s=10, what="the chat container's exit")
     if crashed and code != "upstream_unavailable":
         problems.append(f"llama-server died but the front answered 502 without its JSON error ({code})")
     if crashed and server.alive():
@@ -162,10 +163,3 @@ def chat_crash_probe(log_dir: Path) -> dict[str, Any]:
 def _exit_line(log: str) -> str | None:
     """The container's own line about llama-server's exit (it names the signal or status)."""
     return next((line.strip() for line in reversed(log.splitlines()) if "exited with status" in line), None)
-
-
-def _code(response: httpx.Response) -> str | None:
-    try:
-        return response.json()["error"]["code"]
-    except (ValueError, KeyError, TypeError):
-        return None

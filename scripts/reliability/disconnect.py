@@ -10,6 +10,7 @@ it did before the disconnects (the KV cache holds what it should, nothing else).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -19,11 +20,11 @@ from typing import Any
 
 import httpx
 
+from scripts.local.processes import wait_until
 from scripts.reliability import rawhttp
-from scripts.reliability.bodies import decision, post_json
+from scripts.reliability.bodies import REQUEST_TIMEOUT_S, decision, post_json
 from scripts.reliability.servers import Server
 
-REQUEST_TIMEOUT_S = 120.0
 LOG_WAIT_S = 120.0
 OTHER_STATE = "Warehouse note: the forklift charger in bay 3 trips its breaker every night."
 PROBE_STATE = "Order 9120: paid twice by card; the customer asks for one payment back."
@@ -80,9 +81,9 @@ def run_disconnects(server: Server, queued: int = 4) -> dict[str, Any]:
         for number in range(queued):
             _walk_away(url, decision(f"left-queued-{number}", f"{PROBE_STATE} Variant {number}."), linger_s=0.1)
         blocker.join(REQUEST_TIMEOUT_S)
-        deadline = time.monotonic() + LOG_WAIT_S
-        while len(_logged_statuses(server, ids)) < len(ids) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: len(_logged_statuses(server, ids)) >= len(ids), timeout_s=LOG_WAIT_S,
+                       what="the log lines of the requests whose clients left", interval_s=0.2)
         left = _logged_statuses(server, ids)
         if len(left) < len(ids):
             problems.append(f"requests whose clients left never finished: {sorted(ids - set(left))}")

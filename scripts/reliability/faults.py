@@ -8,7 +8,6 @@ SageMaker's 30 s.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -18,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from scripts.local.processes import http_status
 from scripts.reliability.load import Clients, LoadConfig, Outcome
 from scripts.reliability.servers import STOP_TIMEOUT_S, Server, start_decision
 from semif_adapter.embedded_model import embedded_model_path
@@ -84,9 +82,8 @@ def run_fault(fault: Fault, log_dir: Path) -> dict[str, Any]:
     started = time.monotonic()
     pings_ok = pings = 0
     while server.alive() and time.monotonic() - started < FAULT_TIMEOUT_S:
-        with contextlib.suppress(httpx.TransportError):
-            pings += 1
-            pings_ok += httpx.get(f"{server.url}/ping", timeout=2).status_code == 200
+        pings += 1
+        pings_ok += http_status(f"{server.url}/ping") == 200
         time.sleep(0.02)
     hung = server.alive()
     seconds = time.monotonic() - started

@@ -24,9 +24,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from scripts.reliability.bodies import REQUEST_TIMEOUT_S
 from scripts.reliability.openapi import decision_openapi
 
-REQUEST_TIMEOUT_S = 120.0
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 

@@ -19,14 +19,13 @@ import httpx
 
 from scripts.local.processes import wait_until
 from scripts.reliability import rawhttp
-from scripts.reliability.bodies import OPTIONS, decision, post_json
+from scripts.reliability.bodies import OPTIONS, REQUEST_TIMEOUT_S, decision, error_code, post_json
 from scripts.reliability.load import check_answer
 from scripts.reliability.servers import Server
 
 LIMIT = 6 * 1024 * 1024  # the adapter's body limit: SageMaker's real-time payload limit
 NEAR_LIMIT = LIMIT - 4096  # room for the envelope around a huge string
 MAX_HUGE_RSS_GROWTH = 0.05  # after the first huge input, the next ones may not grow the adapter further
-REQUEST_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -38,6 +37,11 @@ class Case:
     code: str | None = None  # None for a 200
     content_type: str = "application/json"
     sent: dict[str, Any] | None = None  # the document, when a 200 must answer it
+
+    @property
+    def expected(self) -> str:
+        """The answer owed, as the report shows it: "413 prompt_too_long", "200"."""
+        return f"{self.status} {self.code or ''}".strip()
 
 
 @dataclass
@@ -58,6 +62,10 @@ class CatalogResult:
 
     def per_category(self) -> dict[str, int]:
         return dict(Counter(r.category for r in self.results))
+
+    def case_problems(self) -> list[str]:
+        """One line per case that did not get its answer."""
+        return [f"{r.category}/{r.name}: {r.problem}" for r in self.results if r.problem]
 
     def summary(self) -> dict[str, Any]:
         return {"tried": len(self.results), "per_category": self.per_category(), "rss_kib": self.rss_kib,
@@ -232,9 +240,8 @@ def catalog() -> list[Case]:
 
 def judge_response(case: Case, response: httpx.Response) -> str | None:
     """Why `response` is not what `case` is owed, or None."""
-    expected = f"{case.status} {case.code or ''}".strip()
     if response.status_code != case.status:
-        return f"expected {expected}, got {response.status_code}: {response.text[:200]}"
+        return f"expected {case.expected}, got {response.status_code}: {response.text[:200]}"
     if case.status == 200:
         return check_answer(response, case.sent) if case.sent is not None else None
     if not response.headers.get("content-type", "").startswith("application/json"):
@@ -262,13 +269,13 @@ def run_catalog(server: Server, cases: list[Case]) -> CatalogResult:
                 problem, got = judge_response(case, response), str(response.status_code)
             except httpx.HTTPError as error:
                 problem, got = f"no answer: {type(error).__name__}", "no answer"
-            result.results.append(CaseResult(case.category, case.name, f"{case.status} {case.code or ''}".strip(),
-                                             got, round(time.monotonic() - started, 2), problem))
+            result.results.append(CaseResult(case.category, case.name, case.expected, got,
+                                             round(time.monotonic() - started, 2), problem))
             if case.category == "huge_strings":
                 result.rss_kib["after_huge_strings"] = server.rss_kib()
         result.rss_kib["after"] = server.rss_kib()
         still = post_json(client, server.url, decision())
-    result.problems = [f"{r.category}/{r.name}: {r.problem}" for r in result.results if r.problem]
+    result.problems = result.case_problems()
     if still.status_code != 200:
         result.problems.append(f"the adapter stopped serving: {still.status_code}")
     return result
@@ -332,7 +339,7 @@ def run_raw_cases(server: Server) -> CatalogResult:
         problem = check()
         result.results.append(CaseResult(category, name, "see name", "ok" if problem is None else "failed",
                                          round(time.monotonic() - started, 2), problem))
-    result.problems = [f"{r.category}/{r.name}: {r.problem}" for r in result.results if r.problem]
+    result.problems = result.case_problems()
     try:
         wait_until(lambda: _disconnect_lines(server) > disconnects_before, timeout_s=10.0, what="disconnect log")
     except TimeoutError:
@@ -349,7 +356,7 @@ def _expect_httpx(url: str, content: Iterator[bytes], status: int, code: str) ->
                               timeout=REQUEST_TIMEOUT_S)
     except httpx.HTTPError as error:  # the server may answer and close before the flood is sent
         return f"no answer: {type(error).__name__}"
-    if response.status_code != status or response.json().get("error", {}).get("code") != code:
+    if response.status_code != status or error_code(response) != code:
         return f"expected {status} {code}, got {response.status_code} {response.text[:200]}"
     return None
 

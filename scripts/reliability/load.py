@@ -23,9 +23,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-from scripts.reliability.bodies import load_body, post_json
+from scripts.reliability.bodies import error_code, load_body, post_json
 from scripts.reliability.rawhttp import RawResponse, trickle
 from scripts.reliability.servers import Server, read_rss_kib
+from scripts.stats import summarize
 
 BODY_TIMEOUT_S = 30.0  # the adapter's own limit on receiving a body (http_app.BODY_TIMEOUT_SECONDS)
 SLOW_GIVE_UP_S = BODY_TIMEOUT_S + 15.0
@@ -100,11 +101,14 @@ class LoadResult:
                 "last_window_median_kib": last_median, "growth": round(last_median / first_median - 1, 4),
                 "samples": len(self.rss)}
 
+    def served_during_slow(self) -> int:
+        """200s answered while a slow sender was connected: a slow client must not hold up the others."""
+        return sum(1 for o in self.outcomes if o.status == 200 and any(
+            s.started_s < o.answered_s < s.started_s + s.seconds for s in self.slow))
+
     def summary(self) -> dict[str, Any]:
         answered = [o for o in self.outcomes if o.status is not None]
         latencies = [o.latency_ms for o in answered]
-        served_during_slow = sum(1 for o in self.outcomes if o.status == 200 and any(
-            s.started_s < o.answered_s < s.started_s + s.seconds for s in self.slow))
         return {
             "config": asdict(self.config), "queue_size": self.queue_size, "sent": len(self.outcomes),
             "answered": len(answered), "by_status": self.by_status(),
@@ -112,17 +116,15 @@ class LoadResult:
             "latency_ms": latency_summary(latencies), "elapsed_s": round(self.elapsed_s, 1),
             "throughput_per_s": round(len(answered) / self.elapsed_s, 2) if self.elapsed_s else 0.0,
             "rss": self.rss_summary(), "slow_senders": [asdict(s) for s in self.slow],
-            "answered_200_while_slow_senders_connected": served_during_slow,
+            "answered_200_while_slow_senders_connected": self.served_during_slow(),
             "problems": self.problems,
         }
 
 
 def latency_summary(values_ms: list[float]) -> dict[str, float | int]:
-    if not values_ms:
-        return {"n": 0}
-    p50, p95 = np.percentile(values_ms, [50, 95])
-    return {"n": len(values_ms), "p50": round(float(p50), 1), "p95": round(float(p95), 1),
-            "max": round(max(values_ms), 1)}
+    """The benchmark's summary cut to what the report shows (n, p50, p95, max; 0.1 ms)."""
+    summary = summarize(values_ms, digits=1)
+    return {key: summary[key] for key in ("n", "p50", "p95", "max") if key in summary}
 
 
 def check_answer(response: httpx.Response, body: dict[str, Any]) -> str | None:
@@ -147,12 +149,7 @@ def outcome_of(client: int, sent: float, now: float, body: dict[str, Any], *,
                response: httpx.Response | None, error: Exception | None) -> Outcome:
     if response is None:
         return Outcome(client, sent, now, None, error=type(error).__name__)
-    code = None
-    if response.status_code != 200:
-        try:
-            code = response.json()["error"]["code"]
-        except (ValueError, KeyError, TypeError):
-            code = None
+    code = error_code(response) if response.status_code != 200 else None
     return Outcome(client, sent, now, response.status_code, code, response.headers.get("retry-after"),
                    answer_problem=check_answer(response, body) if response.status_code == 200 else None)
 
@@ -302,6 +299,6 @@ def judge(result: LoadResult) -> list[str]:
         problems.append(f"RSS grew {rss['growth']:.1%} between the first and last {rss['window_s']} s "
                         f"(limit {config.max_rss_growth:.0%})")
     problems += slow_problems(result.slow)
-    if result.slow and not result.summary()["answered_200_while_slow_senders_connected"]:
+    if result.slow and not result.served_during_slow():
         problems.append("no other request was answered while the slow senders were connected")
     return problems

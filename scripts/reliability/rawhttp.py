@@ -41,13 +41,10 @@ def connect(url: str, timeout_s: float = 10.0) -> socket.socket:
     return sock
 
 
-def request_head(url: str, path: str, content_length: int | None, content_type: str = "application/json",
-                 extra: tuple[tuple[str, str], ...] = ()) -> bytes:
-    """Request line and headers; `content_length` None leaves the header out."""
-    lines = [f"POST {path} HTTP/1.1", f"Host: {urlsplit(url).netloc}", f"Content-Type: {content_type}"]
-    if content_length is not None:
-        lines.append(f"Content-Length: {content_length}")
-    lines += [f"{name}: {value}" for name, value in extra]
+def request_head(url: str, path: str, content_length: int) -> bytes:
+    """Request line and headers of a JSON POST that declares `content_length` bytes (truthfully or not)."""
+    lines = [f"POST {path} HTTP/1.1", f"Host: {urlsplit(url).netloc}", "Content-Type: application/json",
+             f"Content-Length: {content_length}"]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

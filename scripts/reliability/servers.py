@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.local.endpoints import Container, container_env, start_chat_container, start_decision_container
-from scripts.local.processes import descendants, pid_alive, wait_for_ping, wait_until
+from scripts.local.processes import descendants, survivors, wait_for_ping
 from semif_adapter.embedded_model import embedded_model_path
 
 START_TIMEOUT_S = 180.0  # the model loads in seconds, but this machine is shared with other builds
@@ -101,10 +101,8 @@ class Server:
             with contextlib.suppress(ProcessLookupError):
                 self.process.send_signal(sig)
         status = self.container.child.stop(timeout_s)  # SIGTERM, bounded wait, then SIGKILL; closes the log
-        seconds = time.monotonic() - started
-        with contextlib.suppress(TimeoutError):
-            wait_until(lambda: not any(pid_alive(p) for p in family), timeout_s=5.0, what="children")
-        return Stopped(status, seconds, tuple(sorted(p for p in family if pid_alive(p))))
+        seconds = time.monotonic() - started  # before the wait for stragglers
+        return Stopped(status, seconds, tuple(sorted(survivors(family))))
 
 
 def _env(overrides: Mapping[str, str]) -> dict[str, str]:

@@ -11,13 +11,14 @@ import platform
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from scripts.reliability.bodies import post_json
+from scripts.reliability.bodies import REQUEST_TIMEOUT_S, post_json
 from scripts.reliability.chat import chat_crash_probe, chat_hostile, chat_load
 from scripts.reliability.disconnect import run_disconnects
 from scripts.reliability.faults import make_fault, run_fault, sigterm_under_load
@@ -44,13 +45,18 @@ class SuiteConfig:
     sigterm_after_s: float = 10.0
 
 
+def _property_run(label: str, check: Callable[[], Counter[str]]) -> dict[str, Any]:
+    """What a property check tried, or its counterexample as a problem: one failure does not stop the run."""
+    try:
+        return {"tried": dict(check()), "problems": []}
+    except AssertionError as error:
+        return {"tried": {}, "problems": [f"{label}: {str(error)[:1500]}"]}
+
+
 def _properties_over_http(server: Server, examples: int) -> dict[str, Any]:
-    with httpx.Client(timeout=120) as client:
-        try:
-            tried = check_http(examples, lambda raw: post_json(client, server.url, raw))
-            return {"tried": dict(tried), "problems": []}
-        except AssertionError as error:
-            return {"tried": {}, "problems": [f"property over HTTP: {str(error)[:1500]}"]}
+    with httpx.Client(timeout=REQUEST_TIMEOUT_S) as client:
+        return _property_run("property over HTTP",
+                             lambda: check_http(examples, lambda raw: post_json(client, server.url, raw)))
 
 
 def decision_phases(config: SuiteConfig, logs: Path) -> dict[str, Any]:
@@ -75,11 +81,8 @@ def decision_phases(config: SuiteConfig, logs: Path) -> dict[str, Any]:
                       "problems": [] if stopped.status == 0 else [f"exit status {stopped.status} on SIGTERM"]}
     result["startup_faults"] = [run_fault(make_fault(name, logs / "models" / name), logs) for name in FAULTS]
     result["sigterm_under_load"] = sigterm_under_load(logs, config.clients, config.sigterm_after_s)
-    try:
-        tried = check_validation(config.validation_examples)
-        result["properties_in_process"] = {"tried": dict(tried), "problems": []}
-    except AssertionError as error:
-        result["properties_in_process"] = {"tried": {}, "problems": [f"validation property: {str(error)[:1500]}"]}
+    result["properties_in_process"] = _property_run("validation property",
+                                                    lambda: check_validation(config.validation_examples))
     return result
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scripts.reliability.bodies import post_json
+from scripts.reliability.bodies import REQUEST_TIMEOUT_S, post_json
 from scripts.reliability.servers import Server, start_decision
 
 QUEUE_SIZE = 8
@@ -32,7 +32,7 @@ def adapter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture(scope="session")
 def post(adapter: Server) -> Iterator[Callable[[bytes], httpx.Response]]:
     """POST raw bytes as application/json to the shared adapter."""
-    with httpx.Client(timeout=120) as client:
+    with httpx.Client(timeout=REQUEST_TIMEOUT_S) as client:
         yield lambda raw: post_json(client, adapter.url, raw)
 
 
