@@ -11,6 +11,7 @@ new connections, and exits within the drain time (well inside SageMaker's 30 s).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import logging
 import signal
@@ -30,6 +31,8 @@ from .service import ABORT_GRACE_SECONDS, DecisionService
 from .settings import Settings, SettingsError, load_settings
 
 LOG = logging.getLogger("semif_adapter")
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's default, made fixed
 
 
 class JsonLines(logging.Formatter):
@@ -84,8 +87,23 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def return_large_buffers_to_the_os() -> None:
+    """Keep glibc's mmap threshold fixed, so buffers over 128 KiB are returned to the OS when freed.
+
+    By default glibc raises the threshold after freeing a large mapped block; later multi-MB buffers (a
+    refused 6 MB body, its parse, the tokenizer's scratch) then come from the heap, where one small live
+    object above them keeps tens of MB resident: RSS after hostile input would depend on allocation order.
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        return
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    return_large_buffers_to_the_os()
     configure_logging()
     try:
         settings: Settings = load_settings(model_path=args.model, model_dir=args.model_dir, port=args.port,
