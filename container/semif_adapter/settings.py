@@ -15,12 +15,30 @@ from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
+from .calibration import SCORING_METHODS, Calibration, CalibrationError, parse_calibration
 from .llama_flags import PREFIX
 from .model_files import DEFAULT_MODEL_DIR
 
 SEMIF_PREFIX = "SEMIF_"
 DEFAULT_MAX_CONTEXT = 8192  # when CTX_SIZE is unset: the model's own, capped (KV memory grows with it)
 MAX_BODY_BYTES = 6 * 1024 * 1024  # SageMaker's real-time payload limit
+DEFAULT_SCORING = "letters"
+DEFAULT_RESULT_CACHE_ENTRIES = 4096
+# Every SEMIF_* setting the adapter reads, with what it does: the CDK app refuses any other key (a typo such as
+# SEMIF_QUEUE_SIZ would otherwise be ignored silently) and suggests the closest of these.
+SEMIF_KEYS: dict[str, str] = {
+    "SEMIF_HOST": "bind address (all interfaces in the image)",
+    "SEMIF_QUEUE_SIZE": "decisions admitted (running + waiting) before 503 + Retry-After",
+    "SEMIF_MAX_BODY_BYTES": "request body limit in bytes",
+    "SEMIF_CHAT_TEMPLATE": "a llama.cpp built-in chat template name, when the model's own is not usable",
+    "SEMIF_MODEL_SHA256": "the model's sha256; the adapter hashes the file at start-up and refuses a mismatch",
+    "SEMIF_DRAIN_SECONDS": "SIGTERM: how long admitted work may finish before the rest is handed back",
+    "SEMIF_SCORING": "default scoring method: letters, likelihood or pmi",
+    "SEMIF_CALIBRATION": "calibration JSON (scripts/evaluate.py --fit-calibration)",
+    "SEMIF_CACHE_BYTES": "host-memory cache of evaluated prefixes, in bytes (default: from the memory limit)",
+    "SEMIF_RESULT_CACHE_ENTRIES": "identical requests answered from memory: how many answers are kept",
+    "SEMIF_ENDPOINT_NAME": "the endpoint name, a dimension of the adapter's CloudWatch metrics",
+}
 
 
 class SettingsError(ValueError):
@@ -57,6 +75,11 @@ class Settings:
     chat_template: str | None  # a llama.cpp built-in template name, when the GGUF's is not usable
     model_sha256: str | None  # given by the deployment (the packaging step computed it)
     drain_seconds: int  # SIGTERM: how long admitted requests get before the rest is handed back (503)
+    scoring: str = DEFAULT_SCORING  # the method used when a request names none
+    calibration: Calibration | None = None
+    cache_bytes: int | None = None  # None: sized from the memory limit at start-up
+    result_cache_entries: int = DEFAULT_RESULT_CACHE_ENTRIES
+    endpoint_name: str | None = None
 
 
 def cpu_quota() -> int:
@@ -110,6 +133,25 @@ def _flash_attn(env: Mapping[str, str]) -> FlashAttention:
     return names[raw]
 
 
+def _scoring(env: Mapping[str, str]) -> str:
+    key = SEMIF_PREFIX + "SCORING"
+    raw = env.get(key) or DEFAULT_SCORING
+    if raw not in SCORING_METHODS:
+        raise SettingsError(key, f"expected one of {', '.join(SCORING_METHODS)}, got {raw!r}")
+    return raw
+
+
+def _calibration(env: Mapping[str, str]) -> Calibration | None:
+    key = SEMIF_PREFIX + "CALIBRATION"
+    raw = env.get(key)
+    if not raw:
+        return None
+    try:
+        return parse_calibration(raw)
+    except CalibrationError as error:
+        raise SettingsError(key, str(error)) from None
+
+
 def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | None = None,
                   model_dir: str | None = None, port: int | None = None,
                   host: str | None = None) -> Settings:
@@ -140,4 +182,9 @@ def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | Non
         chat_template=env.get(SEMIF_PREFIX + "CHAT_TEMPLATE") or None,
         model_sha256=sha,
         drain_seconds=_int(env, SEMIF_PREFIX + "DRAIN_SECONDS", 20, 1),
+        scoring=_scoring(env),
+        calibration=_calibration(env),
+        cache_bytes=_optional_int(env, SEMIF_PREFIX + "CACHE_BYTES", 0),
+        result_cache_entries=_int(env, SEMIF_PREFIX + "RESULT_CACHE_ENTRIES", DEFAULT_RESULT_CACHE_ENTRIES, 0),
+        endpoint_name=env.get(SEMIF_PREFIX + "ENDPOINT_NAME") or None,
     )
