@@ -27,8 +27,8 @@ import uvicorn
 from .http_app import build_app
 from .llama_runtime import RuntimeStartError
 from .model_files import ModelFileError, resolve_model_path
-from .service import ABORT_GRACE_SECONDS, DecisionService
-from .settings import Settings, SettingsError, load_settings
+from .service import DecisionService
+from .settings import ABORT_GRACE_SECONDS, Settings, SettingsError, load_settings
 
 LOG = logging.getLogger("semif_adapter")
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter

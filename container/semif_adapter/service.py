@@ -44,9 +44,6 @@ class ShuttingDownError(Exception):
     """SIGTERM arrived: no new work, and queued work that cannot finish in time is handed back."""
 
 
-ABORT_GRACE_SECONDS = 5.0  # after the drain deadline: time for an aborted decode to return (one ubatch)
-
-
 @dataclass(frozen=True)
 class Decided:
     body: bytes

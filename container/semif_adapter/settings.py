@@ -23,6 +23,8 @@ SEMIF_PREFIX = "SEMIF_"
 DEFAULT_MAX_CONTEXT = 8192  # when CTX_SIZE is unset: the model's own, capped (KV memory grows with it)
 MAX_BODY_BYTES = 6 * 1024 * 1024  # SageMaker's real-time payload limit
 DEFAULT_SCORING = "letters"
+ABORT_GRACE_SECONDS = 5.0  # after the drain deadline: time for an aborted decode to return (one ubatch)
+SAGEMAKER_STOP_SECONDS = 30  # SageMaker sends SIGKILL this long after SIGTERM
 DEFAULT_RESULT_CACHE_ENTRIES = 4096
 # Every SEMIF_* setting the adapter reads, with what it does: the CDK app refuses any other key (a typo such as
 # SEMIF_QUEUE_SIZ would otherwise be ignored silently) and suggests the closest of these.
