@@ -337,7 +337,7 @@ class ImageBuild(_Strict):
     @classmethod
     def _build_args(cls, value: dict[str, str] | None) -> dict[str, str] | None:
         for key, arg in (value or {}).items():
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
                 raise ValueError(f"{key!r} is not a Docker build-arg name")
             if key == "BASE_IMAGE":
                 raise ValueError("BASE_IMAGE is set by the stack from dlc_image and accelerator")
