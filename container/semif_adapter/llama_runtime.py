@@ -17,7 +17,7 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info
+from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
 from .prompt import ANSWER_SENTINEL, SLOT_LETTERS, USER_SENTINEL, ChatFrame
 from .settings import DEFAULT_MAX_CONTEXT, Settings
 
@@ -83,6 +83,7 @@ class LlamaRuntime:
         try:
             with model_path.open("rb") as stream:
                 info: GGUFInfo = read_gguf_info(stream)
+            require_complete(info, model_path.stat().st_size)  # (a shard's header describes its own tensors)
         except (OSError, GGUFHeaderError) as error:
             raise RuntimeStartError(f"{model_path}: {error}") from error
         model_params = llama_cpp.llama_model_default_params()
