@@ -47,7 +47,7 @@ class SemifStack(Stack):
         self.artifact = ModelArtifact(self, "ModelArtifact", artifact=artifact, log_settings=log_settings)
         self.image = DecisionImage(self, "DecisionImage", context_dir=container_dir, registry=self.registry,
                                    accelerator=env.accelerator, key=self.key, build=env.image_build,
-                                   log_settings=log_settings)
+                                   log_settings=log_settings, instance_types=[env.decision.instance_type])
         if env.vpc is not None and env.vpc.vpc_endpoints is not None:
             self.vpc_endpoints = VpcEndpoints(self, "VpcEndpoints", vpc=env.vpc)
         capture = any(env.endpoint(kind).data_capture for kind in ENDPOINT_KINDS)
