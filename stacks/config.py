@@ -458,7 +458,8 @@ def _check_accelerator(env: Environment) -> list[tuple[str, str]]:
 
 
 # The CUDA variant of the image compiles ggml's CUDA kernels with nvcc on top of the CPU build (which alone takes
-# about 6 minutes on 2 cores, measured with the image test) and pulls two multi-GB CUDA images first.
+# minutes on 2 cores: README, "The image test") and pulls two multi-GB CUDA images first. A floor, not a measurement
+# of the CUDA build (no GPU build ran here).
 GPU_BUILD_MIN_MINUTES = 30
 GPU_BUILD_TOO_SMALL = {"small": "2 vCPUs and 4 GiB of memory"}
 
@@ -472,8 +473,8 @@ def _check_image_build(env: Environment) -> list[tuple[str, str]]:
     if build.compute_type in GPU_BUILD_TOO_SMALL:
         problems.append(("image_build.compute_type",
                          f"{build.compute_type} ({GPU_BUILD_TOO_SMALL[build.compute_type]}) cannot build the CUDA "
-                         "image: nvcc compiles ggml's CUDA kernels on top of the CPU build, which alone takes about "
-                         "6 minutes on 2 cores, and parallel nvcc jobs need more memory than that; use large (the "
+                         "image: nvcc compiles ggml's CUDA kernels on top of the CPU build, which alone takes "
+                         "minutes on 2 cores, and parallel nvcc jobs need more memory than that; use large (the "
                          "default) or bigger"))
     if build.timeout_minutes < GPU_BUILD_MIN_MINUTES:
         problems.append(("image_build.timeout_minutes",
