@@ -206,12 +206,12 @@ class DecisionImage(Construct):
         self.project.add_to_role_policy(iam.PolicyStatement(
             sid="FindExistingImage", actions=["ecr:DescribeImages"], resources=[self.repository.repository_arn]))
         if builder:  # a pull-through cache also creates the repository and imports the image on the first pull
-            partition = "aws-cn" if builder["domain"].endswith(".cn") else "aws"
+            builder_partition = "aws-cn" if builder["domain"].endswith(".cn") else "aws"
             self.project.add_to_role_policy(iam.PolicyStatement(
                 sid="PullBuilderImage",
                 actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability",
                          "ecr:BatchImportUpstreamImage", "ecr:CreateRepository"],
-                resources=[f"arn:{partition}:ecr:{builder['region']}:{builder['account']}:repository/"
+                resources=[f"arn:{builder_partition}:ecr:{builder['region']}:{builder['account']}:repository/"
                            f"{builder['repository']}"]))
         project_id = Stack.of(self).resolve(Stack.of(self).get_logical_id(
             self.project.node.default_child))  # type: ignore[arg-type]

@@ -59,7 +59,7 @@ class BuiltImage:
 def build_decision_image() -> BuiltImage:
     """Build (or find in the layer cache) the decision image FROM the stand-in base."""
     work = work_dir()
-    log = work / "build.log"
+    log, image_id = work / "build.log", work / f"image-id.{os.getpid()}"
     with (work / "build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # never two builds at once on one machine
         started = time.monotonic()
@@ -67,14 +67,18 @@ def build_decision_image() -> BuiltImage:
         args = build_args_for(ImageBuild(), "cpu", ["ml.m5.large"])  # what the stack passes for a CPU environment
         command = ["buildah", "bud", "--isolation", "chroot", "--format", "docker", "--layers", "--pull=never",
                    "--build-arg", f"BASE_IMAGE={base}", *(f"--build-arg={k}={v}" for k, v in args.items()),
-                   "--label", f"org.opencontainers.image.base.name={base}", "--tag", IMAGE, str(CONTAINER_DIR)]
+                   "--label", f"org.opencontainers.image.base.name={base}", "--iidfile", str(image_id),
+                   "--tag", IMAGE, str(CONTAINER_DIR)]
         with log.open("w") as sink:
             result = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S,
                                     check=False)
         if result.returncode != 0:
             raise AssertionError(f"buildah bud failed ({result.returncode}); end of {log}:\n"
                                  + log.read_text(errors="replace")[-6000:])
-        return BuiltImage(IMAGE, base, args, time.monotonic() - started, log)
+        # Run by id: another checkout's build on this machine may move the tag meanwhile.
+        reference = image_id.read_text().strip()
+        image_id.unlink()
+        return BuiltImage(reference, base, args, time.monotonic() - started, log)
 
 
 def inspect(reference: str) -> dict[str, Any]:

@@ -36,6 +36,9 @@ ENV = {
     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "UTF-8",
 }
 PIP_CONF = f"[global]\ncert = {IMAGE_CA_BUNDLE}\n"
+# Bump when `customize` or the mmdebstrap options change what the stand-in holds (its tag hashes this, the
+# recipe files and the machine's inputs, not this module's text: a comment here must not rebuild the image).
+RECIPE_VERSION = "1"
 
 
 def run(*command: str, **kwargs: object) -> str:
@@ -61,9 +64,10 @@ def host_sources(codename: str) -> list[Path]:
 
 
 def recipe_key(codename: str, sources: list[Path]) -> str:
-    """Hash of every input of the stand-in: recipe files, this module, CA bundle, apt sources."""
-    digest = hashlib.sha256(json.dumps(ENV, sort_keys=True).encode() + codename.encode())
-    for path in [*sorted(RECIPE.iterdir()), Path(__file__), HOST_CA_BUNDLE, *sources]:
+    """Hash of every input of the stand-in: recipe version and data, recipe files, CA bundle, apt sources."""
+    facts = [RECIPE_VERSION, ENV, PIP_CONF, IMAGE_CA_BUNDLE, LLAMA_DIR, DECOY_LIBRARIES, DECOY_MODULES, codename]
+    digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode())
+    for path in [*sorted(RECIPE.iterdir()), HOST_CA_BUNDLE, *sources]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
@@ -121,8 +125,8 @@ def ensure_standin_image(work_dir: Path) -> str:
     finally:
         subprocess.run(["buildah", "rm", container], check=False, capture_output=True)
     for old in run("podman", "images", "--format", "{{.Repository}}:{{.Tag}}", REPOSITORY).splitlines():
-        if old != reference:  # an earlier recipe: its layers are no use any more
-            subprocess.run(["podman", "rmi", "--force", old], check=False, capture_output=True)
+        if old != reference:  # an earlier recipe; kept while a build cache still uses it (`podman image prune`)
+            subprocess.run(["podman", "rmi", old], check=False, capture_output=True)
     return reference
 
 
