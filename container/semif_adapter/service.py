@@ -25,12 +25,12 @@ from .llama_runtime import LlamaRuntime
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
 from .prefix_cache import PrefixCache, default_budget
 from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT, canonical_state
-from .request_schema import Decision, DecisionRequest, Option, Scoring
+from .request_schema import Decision, DecisionRequest, Option, RequestError, Scoring
 from .response import ModelIdentity, Timing, render
 from .result_cache import ResultCache, result_key
 from .scoring import score
 from .settings import Settings
-from .tokens import PromptTokenizer, check_exact
+from .tokens import PromptTokenizer, PromptTooLongError, check_exact
 
 LOG = logging.getLogger("semif_adapter")
 WARMUP_DECISION = Decision(id="warm-up", state="The adapter is starting.", question="Is it ready?",
@@ -82,6 +82,7 @@ class DecisionService:
         self._ready = threading.Event()
         self._draining = False
         self._pending: set[Future[Decided]] = set()
+        self._waiting: set[asyncio.Future[Decided]] = set()  # what requests await; cancelled at the deadline
         self._runtime: LlamaRuntime | None = None
         self._engine: DecisionEngine | None = None
         self._work: Work | None = None
@@ -165,22 +166,28 @@ class DecisionService:
                 self._pending.add(job)
                 job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
                 jobs[index] = job
+        waiting = [asyncio.wrap_future(jobs[i]) for i in range(len(requests))]
+        self._waiting.update(waiting)
         try:
-            done = await asyncio.gather(*(asyncio.wrap_future(jobs[i]) for i in range(len(requests))),
-                                        return_exceptions=True)
+            done = await asyncio.gather(*waiting, return_exceptions=True)
         except asyncio.CancelledError:  # the client left: queued work nobody waits for is never run
             for job in jobs.values():
                 job.cancel()
             raise
         finally:
+            self._waiting.difference_update(waiting)
             # A job holds its exception, whose traceback holds this frame: a cycle that kept a refused
             # request's input (up to 6 MB, far more as tokens) in memory until the cyclic GC happened to run.
-            del jobs
+            del jobs, waiting
         return [self._handed_back(answer) for answer in done]
 
     def _handed_back(self, answer: Decided | BaseException) -> Decided | BaseException:
         if isinstance(answer, DecodeAbortedError | asyncio.CancelledError) and self._draining:
             return ShuttingDownError()
+        if isinstance(answer, PromptTooLongError | RequestError):
+            # A caller's mistake needs no traceback, and its frames hold the refused input (a 6 MB state, its
+            # JSON and its UTF-8 bytes) for as long as the error lives, which reaches past the response.
+            answer.__traceback__, answer.__context__ = None, None
         return answer
 
     def _release(self, job: Future[Decided]) -> None:
@@ -203,10 +210,14 @@ class DecisionService:
         asyncio.get_running_loop().call_later(self.settings.drain_seconds, self._hand_back)
 
     def _hand_back(self) -> None:
+        """At the deadline every unfinished decision is answered 503 at once; the running decode is told to stop
+        and finishes in the background (on a loaded CPU that can take seconds, which no caller waits for)."""
         with self._lock:
             pending = list(self._pending)
         for job in pending:
             job.cancel()  # succeeds for work that has not started
+        for waiter in list(self._waiting):
+            waiter.cancel()  # the request stops waiting, whatever the worker is doing
         if pending and self._runtime is not None:
             self._runtime.request_abort()
 
