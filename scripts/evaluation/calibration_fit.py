@@ -26,6 +26,7 @@ from semif_adapter.calibration import (
     MAX_TEMPERATURE,
     SCORING_METHODS,
     Calibration,
+    MethodCalibration,
     parse_calibration,
 )
 
@@ -37,7 +38,7 @@ SPLIT_RULE = (f"held out when int(sha256(decision id)[:8], 16) % 100 < {HOLDOUT_
               "(the first 8 hex digits of the id's UTF-8 sha256, as an integer)")
 RIDGE = 1e-3  # on the slot biases (in units of a/T), per case
 MAX_NEWTON_STEPS = 100
-GRADIENT_TOLERANCE = 1e-10
+GRADIENT_TOLERANCE = 1e-9
 MIN_INVERSE_TEMPERATURE = 1 / MAX_TEMPERATURE
 
 
@@ -47,27 +48,15 @@ def held_out(decision_id: str, percent: int = HOLDOUT_PERCENT) -> bool:
 
 
 @dataclass(frozen=True)
-class Fitted:
-    temperature: float
-    slot_bias: tuple[float, ...] | None  # None: temperature only
+class Fitted(MethodCalibration):
+    """A method's fitted calibration, in the adapter's own type (its `parameters` are the document's entry)."""
+
     at_bound: bool = False  # the scores carried no usable signal (fitted 1/T <= 0): T held at its maximum
 
-    @property
-    def parameters(self) -> dict[str, Any]:
-        parameters: dict[str, Any] = {"temperature": self.temperature}
-        if self.slot_bias is not None:
-            parameters["slot_bias"] = list(self.slot_bias)
-        return parameters
 
-
-def apply(fitted: Fitted, logits: Sequence[float], request_temperature: float = 1.0) -> list[float]:
+def apply(fitted: MethodCalibration, logits: Sequence[float], request_temperature: float = 1.0) -> list[float]:
     """The probabilities the adapter gives with this calibration, for raw scores in request (slot) order."""
-    scores = np.asarray(logits, dtype=np.float64)
-    if fitted.slot_bias is not None:
-        bias = np.zeros(len(scores))
-        known = min(len(scores), len(fitted.slot_bias))
-        bias[:known] = fitted.slot_bias[:known]
-        scores = scores - bias
+    scores = np.asarray(logits, dtype=np.float64) - [fitted.bias(slot) for slot in range(len(logits))]
     z = scores / fitted.temperature / request_temperature
     z = np.exp(z - z.max())
     return (z / z.sum()).tolist()
@@ -83,26 +72,29 @@ def _features(logits: Sequence[float], slots: int) -> np.ndarray:
     return features
 
 
-def _objective(theta: np.ndarray, cases: list[tuple[np.ndarray, int]], ridge: np.ndarray
+Groups = list[tuple[np.ndarray, np.ndarray]]  # per option count: features (cases, options, d), gold (cases,)
+
+
+def _objective(theta: np.ndarray, groups: Groups, count: int, ridge: np.ndarray
                ) -> tuple[float, np.ndarray, np.ndarray]:
     """Mean NLL of the gold options (+ ridge), its gradient and Hessian."""
     value, gradient, hessian = 0.0, np.zeros_like(theta), np.zeros((len(theta), len(theta)))
-    for features, gold in cases:
+    for features, gold in groups:
         z = features @ theta
-        shift = z.max()
+        shift = z.max(axis=1, keepdims=True)
         p = np.exp(z - shift)
-        total = p.sum()
+        total = p.sum(axis=1, keepdims=True)
         p /= total
-        value += shift + np.log(total) - z[gold]
-        mean = p @ features
-        gradient += mean - features[gold]
-        hessian += (features * p[:, None]).T @ features - np.outer(mean, mean)
-    n = len(cases)
-    value = value / n + 0.5 * float(ridge @ theta**2)
-    return value, gradient / n + ridge * theta, hessian / n + np.diag(ridge)
+        rows = np.arange(len(gold))
+        value += float((shift[:, 0] + np.log(total[:, 0]) - z[rows, gold]).sum())
+        mean = np.einsum("mn,mnd->md", p, features)
+        gradient += (mean - features[rows, gold]).sum(axis=0)
+        hessian += np.einsum("mn,mnd,mne->de", p, features, features) - mean.T @ mean
+    value = value / count + 0.5 * float(ridge @ theta**2)
+    return value, gradient / count + ridge * theta, hessian / count + np.diag(ridge)
 
 
-def _newton(cases: list[tuple[np.ndarray, int]], dimensions: int, fixed_a: float | None = None) -> np.ndarray:
+def _newton(groups: Groups, count: int, dimensions: int, fixed_a: float | None = None) -> np.ndarray:
     ridge = np.full(dimensions, RIDGE)
     ridge[0] = 0.0
     theta = np.zeros(dimensions)
@@ -110,7 +102,7 @@ def _newton(cases: list[tuple[np.ndarray, int]], dimensions: int, fixed_a: float
     free = np.arange(1 if fixed_a is not None else 0, dimensions)
     if free.size == 0:
         return theta
-    value, gradient, hessian = _objective(theta, cases, ridge)
+    value, gradient, hessian = _objective(theta, groups, count, ridge)
     for _ in range(MAX_NEWTON_STEPS):
         g, h = gradient[free], hessian[np.ix_(free, free)]
         if np.abs(g).max() < GRADIENT_TOLERANCE:
@@ -120,7 +112,7 @@ def _newton(cases: list[tuple[np.ndarray, int]], dimensions: int, fixed_a: float
         while size > 1e-10:
             candidate = theta.copy()
             candidate[free] += size * step
-            new = _objective(candidate, cases, ridge)
+            new = _objective(candidate, groups, count, ridge)
             if new[0] <= value + 1e-4 * size * float(g @ step):
                 theta, (value, gradient, hessian) = candidate, new
                 break
@@ -133,12 +125,17 @@ def _newton(cases: list[tuple[np.ndarray, int]], dimensions: int, fixed_a: float
 def fit(logits: Sequence[Sequence[float]], gold: Sequence[int], *, slot_bias: bool) -> Fitted:
     """The temperature (and, if asked, per-slot biases) that minimise the gold options' log-loss."""
     slots = max(len(row) for row in logits) if slot_bias else 1
-    cases = [(_features(row, slots), g) for row, g in zip(logits, gold, strict=True)]
+    by_count: dict[int, tuple[list[np.ndarray], list[int]]] = {}
+    for row, g in zip(logits, gold, strict=True):
+        features, golds = by_count.setdefault(len(row), ([], []))
+        features.append(_features(row, slots))
+        golds.append(g)
+    groups = [(np.stack(features), np.asarray(golds)) for features, golds in by_count.values()]
     dimensions = 1 + (slots - 1 if slot_bias else 0)
-    theta = _newton(cases, dimensions)
+    theta = _newton(groups, len(logits), dimensions)
     at_bound = bool(theta[0] < MIN_INVERSE_TEMPERATURE)
     if at_bound:  # the scores carry no (or an inverted) signal: as flat as the format allows
-        theta = _newton(cases, dimensions, fixed_a=MIN_INVERSE_TEMPERATURE)
+        theta = _newton(groups, len(logits), dimensions, fixed_a=MIN_INVERSE_TEMPERATURE)
     a = float(theta[0])
     bias = (0.0, *(float(c) / a for c in theta[1:])) if slot_bias else None
     return Fitted(min(1 / a, MAX_TEMPERATURE), bias, at_bound)
