@@ -14,8 +14,9 @@ from semif_adapter.settings import cpu_quota
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "tests" / "data" / "decisions_small.jsonl"
 RUN_TIMEOUT_S = 900.0  # 48 decisions; the shared 2-core machine can be slow
-# Every adapter of these tests gets the same settings, so two processes give the same raw scores.
-ADAPTER_ENV = {"SM_LLAMA_CPP_THREADS": str(cpu_quota())}
+# Every adapter of these tests gets the same settings, so two processes give the same raw scores; no answers
+# from the result cache, so a request asked again is computed again (the tests compare the two).
+ADAPTER_ENV = {"SM_LLAMA_CPP_THREADS": str(cpu_quota()), "SEMIF_RESULT_CACHE_ENTRIES": "0"}
 
 
 def evaluate(*args: str, timeout: float = RUN_TIMEOUT_S,
