@@ -127,7 +127,7 @@ def served_phases(results: dict[str, Any], phases: Phases, model: Path, config: 
         chat = stack.enter_context(servers.llama_server(model, threads)) if with_chat else None
         inproc = Model.open(model, {})
         stack.callback(inproc.close)
-        results["head_tokens"] = inproc.engine.head_tokens
+        results["head_tokens"] = len(inproc.tokenizer.head(inproc.letters.frame.head))
         results["scenarios"] = phases.run("scenarios, systems taking turns", paired_phase, inproc, config,
                                           adapter.url, chat.url if chat else None)
         results["python_overhead_ms"] = phases.run("python overhead", overhead, inproc, config)

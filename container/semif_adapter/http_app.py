@@ -22,9 +22,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .kv_engine import PromptTooLongError
 from .request_schema import RequestError, parse_request
 from .service import Decided, DecisionService, NotReadyError, QueueFullError, ShuttingDownError
+from .tokens import PromptTooLongError
 
 LOG = logging.getLogger("semif_adapter.access")
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
@@ -139,7 +139,9 @@ def build_app(service: DecisionService) -> Starlette:
             LOG.exception("internal error", extra={"fields": {"request_id": request.state.request_id}})
             return error_response(500, "internal_error",
                                   f"internal error; request id {request.state.request_id}")
-        fields.update(prompt_tokens=decided.prompt_tokens, cached_tokens=decided.cached_tokens)
+        fields.update(scoring=decided.method, prompt_tokens=decided.prompt_tokens,
+                      evaluated_tokens=decided.evaluated_tokens, cached_tokens=decided.cached_tokens,
+                      cache_source=decided.cache_source)
         return Response(decided.body, media_type="application/json")
 
     async def http_error(_request: Request, exc: Exception) -> Response:

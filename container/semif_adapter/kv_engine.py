@@ -1,46 +1,30 @@
-"""Prompt plan -> tokens -> KV cache -> the raw logits at each branch's last position.
+"""Plan tokens -> KV cache -> the logits a scoring method asked for. Method-agnostic.
 
-Sequence 0 of the KV cache keeps the chunks of the previous request (head,
-state, and the question when it was decoded alone). A request reuses the
-longest run of identical chunks and evaluates only the rest, always at the same
-boundaries, so a chunk's KV entries are bit-identical whether reused or
-computed (llama.cpp's CPU kernels round differently with the batch's packing).
-A lone branch is decoded in one call with its question, the common case's
-whole uncached suffix. Several branches (one per option ordering) share the
-prefix cells through `llama_memory_seq_cp` and are decoded together, one
-sequence id each. After every request the cache is left holding only cached
-chunks, laid out in cells [0, n): the next request starts from the same state
-whatever happened before, errors included.
+Sequence 0 of the KV cache holds a prefix (head, state) in cells [0, n): either still there from the previous
+request, restored from the host-memory `PrefixCache`, or evaluated now (and then saved there). The rest is
+evaluated fresh on every request, always at the same boundaries: the common part (the criterion...), then the
+branches, one sequence id each, sharing the prefix and common cells through `llama_memory_seq_cp` and decoded
+together in as few calls as the batch allows, in the plan's fixed order. llama.cpp's CPU kernels round
+differently with the batch's packing, so fixed boundaries and a fixed order are what make a decision's numbers
+independent of the cache and of what else was asked before. A lone branch is decoded in one call with the common
+part. After every request, errors included, the cache holds only sequence 0's prefix in cells [0, n).
 """
 
 from __future__ import annotations
 
+import ctypes
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import llama_cpp
 import numpy as np
 
-from .llama_runtime import LlamaRuntime, TooManyTokensError
-from .prompt import ChatFrame, PromptPlan
+from .llama_runtime import MAX_BRANCHES, LlamaRuntime
+from .prefix_cache import PrefixCache, SavedPrefix
+from .tokens import PlanTokens, PromptTooLongError
 
 DECODE_ABORTED = 2  # llama_decode's return value when the abort callback said stop
-TOKEN_CACHE_BUDGET = 1 << 18  # tokens of user text kept for reuse, all entries together (~10 MB)
-
-
-class PromptTooLongError(ValueError):
-    """The prompt does not fit the context; never truncated silently. `field` names the culprit."""
-
-    def __init__(self, needed: int, context: int, detail: str, field: str = "decision") -> None:
-        super().__init__(f"prompt needs {needed} tokens of context ({detail}) but the context holds {context}")
-        self.needed, self.context, self.field = needed, context, field
-
-    @classmethod
-    def for_total(cls, context: int, prefix: int, branch_tokens: int, branches: int) -> PromptTooLongError:
-        needed = prefix + branches * branch_tokens
-        return cls(needed, context, f"{prefix} prefix + {branches} x {branch_tokens} option tokens")
 
 
 class DecodeAbortedError(RuntimeError):
@@ -48,210 +32,234 @@ class DecodeAbortedError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class BranchLogits:
-    slot_logits: np.ndarray  # float32, one per slot used (the first n letters)
+class Row:
+    """What was read at one position: the logits of the requested tokens and the log of the softmax's sum."""
+
+    values: np.ndarray  # float32 logits of the requested token ids, in the requested order
     log_normalizer: float  # log-sum-exp over the whole vocabulary at that position
+
+    def log_probs(self) -> np.ndarray:
+        return self.values.astype(np.float64) - self.log_normalizer
+
+
+@dataclass(frozen=True)
+class Reads:
+    """Which logits a method needs: at the common part's last token, and at token indexes of each branch."""
+
+    common: tuple[int, ...] | None
+    branches: tuple[Mapping[int, Sequence[int]], ...]  # per branch: token index -> token ids to read there
 
 
 @dataclass(frozen=True)
 class EngineResult:
-    branches: tuple[BranchLogits, ...]
-    prompt_tokens: int  # prefix + the first branch: the prompt as the model reads it
+    common: Row | None
+    branches: tuple[dict[int, Row], ...]
+    prompt_tokens: int  # prefix + common + the first branch: the prompt as the model reads it
     evaluated_tokens: int  # what this request actually computed
-    cached_tokens: int  # prefix tokens reused from the previous request
-    tokenize_ms: float
+    cached_tokens: int  # prefix tokens reused
+    cache_source: str  # where they came from: "kv" (still in the KV cache), "host" (restored), "none"
+    restore_ms: float
     forward_ms: float
-
-
-@dataclass(frozen=True)
-class PlanTokens:
-    """A plan's tokens as the engine evaluates them; public so benchmarks time exactly these tokens."""
-
-    chunks: list[tuple[str, list[int]]]  # head, state, question: the text is the cache key
-    branches: list[list[int]]  # one per option ordering: lettered options + template tail
-
-    @property
-    def prefix(self) -> int:
-        return sum(len(tokens) for _, tokens in self.chunks)
 
 
 @dataclass(frozen=True)
 class _Piece:
     seq: int
-    start: int
-    tokens: list[int]
-    wants_logits: bool
+    start: int  # position of the first token
+    tokens: Sequence[int]
+    reads: Mapping[int, Sequence[int]]  # index in tokens -> ids
+    tag: int  # which branch (-1: the common part)
 
 
-class TokenCache:
-    """Tokens of recently seen user texts, bounded by their total length, not by their count.
-
-    A count bound let memory grow with the texts' size: every refused 6 MB state stayed resident
-    (about 100 MB each). Texts longer than the context never get here: `tokenize` refuses them.
-    """
-
-    def __init__(self, tokenize: Callable[[str], tuple[int, ...]], budget: int = TOKEN_CACHE_BUDGET) -> None:
-        self._tokenize, self._budget = tokenize, budget
-        self._entries: OrderedDict[str, tuple[int, ...]] = OrderedDict()
-        self._size = 0
-
-    def __call__(self, text: str) -> tuple[int, ...]:
-        tokens = self._entries.get(text)
-        if tokens is not None:
-            self._entries.move_to_end(text)
-            return tokens
-        tokens = self._tokenize(text)
-        self._entries[text] = tokens
-        self._size += len(tokens)
-        while self._size > self._budget:
-            self._size -= len(self._entries.popitem(last=False)[1])
-        return tokens
+def decoded_length(tokens: Sequence[int], reads: Mapping[int, Sequence[int]]) -> int:
+    """Tokens of a branch that must be evaluated: up to its last read (a scored answer's last token is not)."""
+    return max(reads) + 1 if reads else 0
 
 
 class DecisionEngine:
-    """Evaluates prompt plans on one llama.cpp context; callers serialise access."""
+    """Evaluates plans on one llama.cpp context; callers serialise access."""
 
-    def __init__(self, runtime: LlamaRuntime, frame: ChatFrame, slot_tokens: list[int]) -> None:
+    def __init__(self, runtime: LlamaRuntime, cache: PrefixCache) -> None:
         self.runtime = runtime
-        self.slot_tokens = np.asarray(slot_tokens, dtype=np.int64)
-        self._head_text = frame.head
-        self._head_tokens = runtime.tokenize(frame.head, special=True, add_bos=runtime.add_bos)
-        self._tail_tokens = runtime.tokenize(frame.tail, special=True)
-        self._cached: list[tuple[str, int]] = []  # (chunk text, token count) held by sequence 0
+        self.cache = cache
+        self._live: tuple[tuple[str, int], ...] = ()  # (text, token count) of the chunks sequence 0 holds
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
-        self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, len(slot_tokens))
-        self._user_tokens = TokenCache(self._tokenize_user_text)
+        self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, MAX_BRANCHES)
 
-    def _tokenize_user_text(self, text: str) -> tuple[int, ...]:
-        return tuple(self.runtime.tokenize(text, special=False, limit=self.runtime.n_ctx))
-
-    def _user_tokens_of(self, text: str, field: str) -> tuple[int, ...]:
-        """A text that alone overflows the context is refused before its tokens are ever built."""
-        try:
-            return self._user_tokens(text)
-        except TooManyTokensError as error:
-            raise PromptTooLongError(error.count, self.runtime.n_ctx, f"{field} alone", field) from None
-
-    @property
-    def head_tokens(self) -> int:
-        return len(self._head_tokens)
-
-    def tokens(self, plan: PromptPlan) -> PlanTokens:
-        """Chunk by chunk, never the whole text at once: a chunk's tokens must not depend on its neighbours."""
-        if plan.head != self._head_text:
-            raise ValueError("plan was built for another chat frame")
-        chunks = [(plan.head, list(self._head_tokens)),
-                  (plan.state, list(self._user_tokens_of(plan.state, "decision.state"))),
-                  (plan.question, list(self._user_tokens_of(plan.question, "decision.question")))]
-        branches = [[token for piece in branch.pieces for token in self._user_tokens_of(piece, "decision.options")]
-                    + self._tail_tokens for branch in plan.branches]
-        return PlanTokens(chunks=chunks, branches=branches)
-
-    def score(self, plan: PromptPlan) -> EngineResult:
-        started = time.perf_counter()
-        planned = self.tokens(plan)
-        chunks, branches, prefix = planned.chunks, planned.branches, planned.prefix
-        needed = prefix + sum(len(tokens) for tokens in branches)
+    # -- public ------------------------------------------------------------------------------------
+    def evaluate(self, planned: PlanTokens, reads: Reads) -> EngineResult:
+        if len(planned.branches) > MAX_BRANCHES:
+            raise ValueError(f"{len(planned.branches)} branches; the context has {MAX_BRANCHES} sequences")
+        lengths = [decoded_length(b, r) for b, r in zip(planned.branches, reads.branches, strict=True)]
+        suffix = len(planned.common) + sum(lengths)
+        needed = planned.prefix + suffix
         if needed > self.runtime.n_ctx:
-            raise PromptTooLongError.for_total(self.runtime.n_ctx, prefix, len(branches[0]), len(branches))
-        # One branch: the question is decoded together with it (one llama_decode instead of two). Its KV
-        # entries then depend on that packing, so such a question is never cached; several branches
-        # need the question in every sequence first, so there it is decoded alone and may be reused.
-        merged = len(branches) == 1
-        cacheable = chunks[:-1] if merged else chunks
-        tokenized = time.perf_counter()
+            raise PromptTooLongError(needed, self.runtime.n_ctx, f"{planned.prefix} prefix + {len(planned.common)} "
+                                     f"common + {sum(lengths)} option tokens")
+        started = time.perf_counter()
         try:
-            reused = self._reuse_prefix([text for text, _ in cacheable])
-            cached = sum(count for _, count in self._cached)
-            position = cached
-            for text, tokens in cacheable[reused:]:
-                self._run([_Piece(0, position, tokens, False)])
-                position += len(tokens)
-                self._cached.append((text, len(tokens)))
-            slots = len(plan.branches[0].order)
-            if merged:
-                results = self._run_branches([chunks[-1][1] + branches[0]], position, slots)
-            else:
-                for seq in range(1, len(branches)):
-                    llama_cpp.llama_memory_seq_cp(self.runtime.memory, 0, seq, -1, -1)
-                results = self._run_branches(branches, prefix, slots)
+            cached, source, restore_ms = self._hold_prefix(planned)
+            common, rows = self._evaluate_suffix(planned, reads, lengths)
         except BaseException:
-            llama_cpp.llama_memory_clear(self.runtime.memory, False)
-            self._cached = []
+            self._forget()
             raise
         finally:
-            self._drop_branches(len(branches), sum(count for _, count in self._cached))
-        finished = time.perf_counter()
-        return EngineResult(
-            branches=tuple(results), prompt_tokens=prefix + len(branches[0]),
-            evaluated_tokens=needed - cached, cached_tokens=cached,
-            tokenize_ms=(tokenized - started) * 1000, forward_ms=(finished - tokenized) * 1000)
+            self._drop_suffix(len(planned.branches))
+        return EngineResult(common=common, branches=rows,
+                            prompt_tokens=planned.prefix + len(planned.common) + len(planned.branches[0]),
+                            evaluated_tokens=needed - cached, cached_tokens=cached, cache_source=source,
+                            restore_ms=restore_ms, forward_ms=(time.perf_counter() - started) * 1000 - restore_ms)
 
-    def _reuse_prefix(self, texts: list[str]) -> int:
-        """Keep the longest run of identical chunks in sequence 0; drop everything after it."""
-        reused = 0
-        while reused < len(self._cached) and reused < len(texts) and self._cached[reused][0] == texts[reused]:
-            reused += 1
-        self._cached = self._cached[:reused]
-        keep = sum(count for _, count in self._cached)
-        if not llama_cpp.llama_memory_seq_rm(self.runtime.memory, 0, keep, -1):
+    def close(self) -> None:
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+
+    # -- the prefix (sequence 0, cells [0, n)) -----------------------------------------------------------
+    def _held(self) -> tuple[str, ...]:
+        return tuple(text for text, _ in self._live)
+
+    def _hold_prefix(self, planned: PlanTokens) -> tuple[int, str, float]:
+        """Make sequence 0 hold exactly the plan's prefix; returns (reused tokens, their source, restore ms)."""
+        key = planned.key
+        if self._held() == key:
+            return planned.prefix, "kv", 0.0
+        started = time.perf_counter()
+        saved = self.cache.get(key)
+        if saved is not None:
+            self._restore(saved, planned.chunks)
+            return planned.prefix, "host", (time.perf_counter() - started) * 1000
+        head_key, (head_text, head_tokens) = key[:1], planned.chunks[0]
+        if self._held()[:1] == head_key:
+            self._trim(1)
+            source, restore_ms = "kv", 0.0
+        elif (saved_head := self.cache.get(head_key)) is not None:
+            self._restore(saved_head, planned.chunks[:1])
+            source, restore_ms = "host", (time.perf_counter() - started) * 1000
+        else:  # a head never seen: once per scoring method and process (warm-up)
+            self._forget()
+            self._decode([_Piece(0, 0, head_tokens, {}, -1)])
+            self._live = ((head_text, len(head_tokens)),)
+            self._save(head_key, len(head_tokens), pinned=True)
+            source, restore_ms = "none", 0.0
+        state_text, state_tokens = planned.chunks[1]
+        self._decode([_Piece(0, len(head_tokens), state_tokens, {}, -1)])
+        self._live = (*self._live, (state_text, len(state_tokens)))
+        self._save(key, planned.prefix)
+        return (len(head_tokens) if source != "none" else 0), source, restore_ms
+
+    def _trim(self, chunks: int) -> None:
+        self._live = self._live[:chunks]
+        if not llama_cpp.llama_memory_seq_rm(self.runtime.memory, 0, self._live_tokens(), -1):
             raise RuntimeError("llama.cpp could not trim the cached prefix")
-        return reused
 
-    def _drop_branches(self, count: int, prefix: int) -> None:
-        for seq in range(1, count):
+    def _live_tokens(self) -> int:
+        return sum(count for _, count in self._live)
+
+    def _forget(self) -> None:
+        llama_cpp.llama_memory_clear(self.runtime.memory, False)
+        self._live = ()
+
+    def _save(self, key: tuple[str, ...], tokens: int, *, pinned: bool = False) -> None:
+        context = self.runtime.context
+        size = llama_cpp.llama_state_seq_get_size(context, 0)
+        if not pinned and not self.cache.wants(key, size):
+            return
+        data = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(context, data, size, 0)
+        if written != size:
+            raise RuntimeError(f"llama.cpp saved {written} of {size} bytes of the prefix")
+        self.cache.put(key, SavedPrefix(data=data, tokens=tokens), pinned=pinned)
+
+    def _restore(self, saved: SavedPrefix, chunks: Sequence[tuple[str, Sequence[int]]]) -> None:
+        self._forget()  # an empty cache: the restored cells land in [0, n), where evaluation puts them
+        read = llama_cpp.llama_state_seq_set_data(self.runtime.context, saved.data, saved.size, 0)
+        if read != saved.size:
+            self._forget()
+            raise RuntimeError(f"llama.cpp restored {read} of {saved.size} bytes of a cached prefix")
+        self._live = tuple((text, len(tokens)) for text, tokens in chunks)
+
+    # -- the suffix (common part and branches, evaluated on every request) ---------------------------------
+    def _evaluate_suffix(self, planned: PlanTokens, reads: Reads,
+                         lengths: list[int]) -> tuple[Row | None, tuple[dict[int, Row], ...]]:
+        """Rows by absolute position while decoding; returned as the common row and per-branch token indexes."""
+        common_start, common = planned.prefix, planned.common
+        branch_start = common_start + len(common)
+        last_common = branch_start - 1
+        common_reads = {len(common) - 1: reads.common} if reads.common is not None else {}
+        if len(planned.branches) == 1:  # one decode: the common part and the branch together
+            merged = {**common_reads, **{len(common) + i: ids for i, ids in reads.branches[0].items()}}
+            tokens = [*common, *planned.branches[0][:lengths[0]]]
+            found = self._decode([_Piece(0, common_start, tokens, merged, 0)]).get(0, {})
+            branch_rows = [{pos - branch_start: row for pos, row in found.items() if pos >= branch_start}]
+            return found.get(last_common), tuple(branch_rows)
+        common_row = None
+        if common:
+            common_row = self._decode([_Piece(0, common_start, common, common_reads, -1)]).get(-1, {}).get(last_common)
+        for seq in range(1, len(planned.branches)):
+            llama_cpp.llama_memory_seq_cp(self.runtime.memory, 0, seq, -1, -1)
+        pieces = [_Piece(seq, branch_start, tokens[:length], branch_reads, seq)
+                  for seq, (tokens, length, branch_reads)
+                  in enumerate(zip(planned.branches, lengths, reads.branches, strict=True)) if length]
+        found = self._decode_packed(pieces)
+        return common_row, tuple({pos - branch_start: row for pos, row in found.get(seq, {}).items()}
+                                 for seq in range(len(planned.branches)))
+
+    def _drop_suffix(self, branches: int) -> None:
+        for seq in range(1, branches):
             llama_cpp.llama_memory_seq_rm(self.runtime.memory, seq, -1, -1)
-        llama_cpp.llama_memory_seq_rm(self.runtime.memory, 0, prefix, -1)
+        llama_cpp.llama_memory_seq_rm(self.runtime.memory, 0, self._live_tokens(), -1)
 
-    def _run_branches(self, branches: list[list[int]], prefix: int, slots: int) -> list[BranchLogits]:
-        """Decode all branches in as few calls as the batch size allows, in a fixed packing."""
+    # -- decoding --------------------------------------------------------------------------------------
+    def _decode_packed(self, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
+        """Branches in as few calls as the batch size allows, in their fixed order (a long one is split)."""
         limit = self.runtime.n_batch
         calls: list[list[_Piece]] = [[]]
-        for seq, tokens in enumerate(branches):
-            for offset in range(0, len(tokens), limit):
-                piece = _Piece(seq, prefix + offset, tokens[offset:offset + limit],
-                               wants_logits=offset + limit >= len(tokens))
-                if sum(len(p.tokens) for p in calls[-1]) + len(piece.tokens) > limit:
+        for piece in pieces:
+            for offset in range(0, len(piece.tokens), limit):
+                part = _Piece(piece.seq, piece.start + offset, piece.tokens[offset:offset + limit],
+                              {i - offset: ids for i, ids in piece.reads.items() if offset <= i < offset + limit},
+                              piece.tag)
+                if calls[-1] and sum(len(p.tokens) for p in calls[-1]) + len(part.tokens) > limit:
                     calls.append([])
-                calls[-1].append(piece)
-        results: list[BranchLogits] = []
+                calls[-1].append(part)
+        found: dict[int, dict[int, Row]] = {}
         for call in calls:
-            results.extend(self._read(index, slots) for index in self._run(call))
-        return results
+            for tag, rows in self._decode(call).items():
+                found.setdefault(tag, {}).update(rows)
+        return found
 
-    def _read(self, batch_index: int, slots: int) -> BranchLogits:
-        row = self.runtime.logits_row(batch_index)
-        peak = row.max()
-        np.subtract(row, peak, out=self._scratch)
-        np.exp(self._scratch, out=self._scratch)
-        normalizer = float(peak) + float(np.log(self._scratch.sum(dtype=np.float64)))
-        return BranchLogits(slot_logits=row[self.slot_tokens[:slots]], log_normalizer=normalizer)
+    def _decode(self, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
+        """llama_decode per batch-sized window; reads each window's requested rows right after it runs.
 
-    def _run(self, pieces: list[_Piece]) -> list[int]:
-        """One llama_decode per batch-sized slice; returns the last slice's logit positions."""
-        batch = self._batch
-        limit = self.runtime.n_batch
-        flat = [(p.seq, p.start + i, token, p.wants_logits and i == len(p.tokens) - 1)
-                for p in pieces for i, token in enumerate(p.tokens)]
-        outputs: list[int] = []
+        Returns rows by piece tag, keyed by the token's absolute position (a piece split over calls keeps them).
+        """
+        batch, limit = self._batch, self.runtime.n_batch
+        flat = [(p, i) for p in pieces for i in range(len(p.tokens))]
+        found: dict[int, dict[int, Row]] = {}
         for offset in range(0, len(flat), limit):
             window = flat[offset:offset + limit]
-            outputs = [index for index, item in enumerate(window) if item[3]]
-            for index, (seq, pos, token, logits) in enumerate(window):
-                batch.token[index] = token
-                batch.pos[index] = pos
+            for index, (piece, i) in enumerate(window):
+                batch.token[index] = piece.tokens[i]
+                batch.pos[index] = piece.start + i
                 batch.n_seq_id[index] = 1
-                batch.seq_id[index][0] = seq
-                batch.logits[index] = logits
+                batch.seq_id[index][0] = piece.seq
+                batch.logits[index] = i in piece.reads
             batch.n_tokens = len(window)
             status = llama_cpp.llama_decode(self.runtime.context, batch)
             if status == DECODE_ABORTED:
                 raise DecodeAbortedError("llama_decode was aborted")
             if status != 0:
                 raise RuntimeError(f"llama_decode failed with status {status}")
-        return outputs
+            for index, (piece, i) in enumerate(window):
+                if i in piece.reads:
+                    found.setdefault(piece.tag, {})[piece.start + i] = self._read(index, piece.reads[i])
+        return found
 
-    def close(self) -> None:
-        if self._batch is not None:
-            llama_cpp.llama_batch_free(self._batch)
-            self._batch = None
+    def _read(self, batch_index: int, ids: Sequence[int]) -> Row:
+        row = self.runtime.logits_row(batch_index)
+        peak = row.max()
+        np.subtract(row, peak, out=self._scratch)
+        np.exp(self._scratch, out=self._scratch)
+        normalizer = float(peak) + float(np.log(self._scratch.sum(dtype=np.float64)))
+        return Row(values=row[np.asarray(ids, dtype=np.int64)], log_normalizer=normalizer)

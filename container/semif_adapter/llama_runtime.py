@@ -18,7 +18,7 @@ import llama_cpp
 import numpy as np
 
 from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info
-from .prompt import SLOT_LETTERS, SYSTEM_TEXT, USER_SENTINEL, ChatFrame
+from .prompt import ANSWER_SENTINEL, SLOT_LETTERS, USER_SENTINEL, ChatFrame
 from .settings import DEFAULT_MAX_CONTEXT, Settings
 
 LOG = logging.getLogger("semif_adapter")
@@ -112,6 +112,11 @@ class LlamaRuntime:
         self.n_ctx = int(llama_cpp.llama_n_ctx(self.context))
         self.n_batch = int(llama_cpp.llama_n_batch(self.context))
         self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        heads = max(1, int(llama_cpp.llama_model_n_head(self.model)))
+        kv_heads = int(llama_cpp.llama_model_n_head_kv(self.model))
+        kv_width = int(llama_cpp.llama_model_n_embd(self.model)) // heads * kv_heads
+        # K and V in f16 for every layer and cell: what the context's KV cache occupies
+        self.context_bytes = self.n_ctx * int(llama_cpp.llama_model_n_layer(self.model)) * 2 * kv_width * 2
         self.facts = ModelFacts(file=model_path.name, architecture=info.architecture,
                                 quantization=info.quantization, context_train=context_train,
                                 context=self.n_ctx, vocab_size=self.vocab_size)
@@ -145,24 +150,35 @@ class LlamaRuntime:
         return buffer.raw[: max(size, 0)]
 
     # -- chat template -----------------------------------------------------------------------------
-    def chat_frame(self, template_name: str | None) -> ChatFrame:
-        """Render system + user turns with the model's template (or a named built-in one)."""
+    def chat_frame(self, template_name: str | None, system_text: str) -> ChatFrame:
+        """Render the system + user turns with the model's template (or a named built-in one), and again with
+        an assistant answer, so the frame knows what closes an answer."""
         template = template_name.encode() if template_name else \
             llama_cpp.llama_model_chat_template(self.model, None)
         if not template:
             raise RuntimeStartError("the model has no chat template; set SEMIF_CHAT_TEMPLATE (e.g. chatml)")
-        roles = [(b"system", SYSTEM_TEXT.encode()), (b"user", USER_SENTINEL.encode())]
-        messages = (llama_cpp.llama_chat_message * len(roles))(
-            *(llama_cpp.llama_chat_message(role=role, content=content) for role, content in roles))
+        turns = [(b"system", system_text.encode()), (b"user", USER_SENTINEL.encode())]
+        rendered = self._render(template, turns, add_assistant=True)
+        answered = self._render(template, [*turns, (b"assistant", ANSWER_SENTINEL.encode())], add_assistant=False)
+        try:
+            return ChatFrame.from_rendered(rendered, answered)
+        except ValueError as error:
+            raise RuntimeStartError(f"chat template: {error}") from None
+
+    @staticmethod
+    def _render(template: bytes, turns: list[tuple[bytes, bytes]], *, add_assistant: bool) -> str:
+        messages = (llama_cpp.llama_chat_message * len(turns))(
+            *(llama_cpp.llama_chat_message(role=role, content=content) for role, content in turns))
         size = 4096
         for _ in range(2):
             buffer = ctypes.create_string_buffer(size)
-            written = llama_cpp.llama_chat_apply_template(template, messages, len(roles), True, buffer, size)
+            written = llama_cpp.llama_chat_apply_template(template, messages, len(turns), add_assistant, buffer,
+                                                          size)
             if written < 0:
                 raise RuntimeStartError("llama.cpp does not support this chat template; set "
                                         "SEMIF_CHAT_TEMPLATE to a built-in name (e.g. chatml, llama3)")
             if written <= size:
-                return ChatFrame.from_rendered(buffer.raw[:written].decode("utf-8"))
+                return buffer.raw[:written].decode("utf-8")
             size = written
         raise RuntimeStartError("the rendered chat template keeps growing")
 

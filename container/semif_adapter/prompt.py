@@ -1,73 +1,110 @@
-"""Validated decision -> the prompt, as the fixed chunks the KV cache is keyed on.
+"""Validated decision -> the prompt, as the fixed pieces the KV cache and the tokenizer are keyed on.
 
-The user message is JSON holding the evidence, the criterion and the options
-under slot letters A..P (option ids never reach the model, as in SemIf). The
-prompt is cut into chunks that are always tokenized and evaluated separately:
-head (template + system text, constant), state, question, then one branch per
-option ordering (the lettered options + the template's tail). Identical chunks
-give identical tokens and identical KV entries whether computed now or reused,
-which is what makes cached and uncached scores the same numbers.
+The user message is JSON holding the evidence and the criterion (as in SemIf; option ids never reach the model).
+Each scoring method words it its own way (`methods.py` says which builder it uses):
+
+- letters: the options under slot letters A..P; the model's next token after the prompt is scored.
+- answer texts (likelihood, pmi): the prompt, then each option's description as the assistant's answer.
+
+Every prompt is cut into the same four parts: head (template + system text, constant per method), state,
+common (the criterion, and whatever all branches share) and one branch per scored continuation. The cuts sit
+where the tokenizer's pre-split already breaks (before a space that precedes punctuation, after a comma), so the
+pieces tokenized one by one give exactly the tokens of the whole prompt, and a piece's tokens and KV entries do
+not depend on its neighbours: cached and uncached scores are the same numbers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .request_schema import Debias, DecisionRequest
 
-PROMPT_VERSION = "semif-options-v1"
 SLOT_LETTERS = "ABCDEFGHIJKLMNOP"  # one single-token slot label per option, at most 16
-SYSTEM_TEXT = (
+LETTERS_VERSION = "semif-options-v2"  # v1: the same text, cut where BPE merges were lost (about 5 more tokens)
+ANSWERS_VERSION = "semif-answers-v1"
+LETTERS_SYSTEM_TEXT = (
     "You are a decision function. Apply the criterion to the evidence and choose exactly one of "
     "the listed options. Answer with the option's letter only, without any explanation."
 )
+ANSWERS_SYSTEM_TEXT = (
+    "You are a decision function. Apply the criterion to the evidence and choose exactly one of "
+    "the listed options. Answer with the text of that option only, exactly as it is written."
+)
 USER_SENTINEL = "\u0001SEMIF-USER-MESSAGE\u0001"  # stands in for the user message while the frame is cut
+ANSWER_SENTINEL = "\u0001SEMIF-ANSWER\u0001"  # stands in for the assistant's answer
+CONTENT_FREE_EVIDENCE = "N/A"  # pmi's baseline evidence (Zhao et al. 2021; Holtzman et al. 2021)
 
 
 @dataclass(frozen=True)
 class ChatFrame:
-    """The model's chat template around the user message, split at the message."""
+    """The model's chat template around the user message, split at the message, for one system text."""
 
     prefix: str  # system turn and the user turn's opening
     suffix: str  # the user turn's closing and the assistant turn's opening
+    turn_end: str = ""  # what the template puts right after an assistant answer (its first token ends the turn)
 
     @classmethod
-    def from_rendered(cls, rendered: str) -> ChatFrame:
+    def from_rendered(cls, rendered: str, answered: str | None = None) -> ChatFrame:
+        """`rendered`: system + user turns with the assistant's opening; `answered`: the same with an answer."""
         if rendered.count(USER_SENTINEL) != 1:
             raise ValueError("the chat template does not reproduce the user message exactly once")
         prefix, suffix = rendered.split(USER_SENTINEL)
-        return cls(prefix=prefix, suffix=suffix)
+        turn_end = ""
+        if answered is not None:
+            if answered.count(ANSWER_SENTINEL) != 1:
+                raise ValueError("the chat template does not reproduce the assistant's answer exactly once")
+            turn_end = answered.split(ANSWER_SENTINEL)[1]
+        return cls(prefix=prefix, suffix=suffix, turn_end=turn_end)
 
     @property
     def head(self) -> str:
-        """The constant chunk before the state; the engine tokenizes it once at start-up."""
-        return self.prefix + '{"evidence": '
+        """The constant piece before the state; evaluated once per process and kept."""
+        return self.prefix + '{"evidence":'
 
     @property
     def tail(self) -> str:
-        """Closes the options and the turn; the slot letter comes right after it."""
+        """Closes the letters prompt; the slot letter comes right after it (the start-up checks use it)."""
         return "]}" + self.suffix
 
 
 @dataclass(frozen=True)
-class Branch:
-    """One ordering of the options: which request option sits under each slot letter."""
+class Text:
+    """A piece of prompt text; only template text has its special tokens parsed, never a caller's text."""
 
-    order: tuple[int, ...]  # order[slot] = index of the option in the request
-    pieces: tuple[str, ...]  # the lettered option texts, slot by slot
+    text: str
+    template: bool = False
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One scored continuation of the prompt."""
+
+    order: tuple[int, ...]  # letters: order[slot] = option index; answers: (the option this branch scores,)
+    texts: tuple[Text, ...]
+    ends_turn: bool = False  # answers: the turn's end token follows the answer and is scored with it
 
 
 @dataclass(frozen=True)
 class PromptPlan:
-    head: str  # template-controlled: special tokens are parsed
-    state: str  # user text: special tokens are NOT parsed
-    question: str  # user text
+    head: str  # template text
+    state: str  # the state piece, user text (the same words for every method)
+    common: tuple[Text, ...]
     branches: tuple[Branch, ...]
-    tail: str  # template-controlled
-    sha256: str  # of the first branch's full prompt text
-    version: str = PROMPT_VERSION
+    version: str
+    sha256: str  # of the prompt text, then each scored answer after a NUL (letters: of its first branch)
+    turn_end: str = ""  # template text after an answer: its first token closes every branch with ends_turn
+
+    @property
+    def prefix_texts(self) -> tuple[str, str]:
+        """The cached pieces, in order: what the host-memory cache is keyed on."""
+        return (self.head, self.state)
+
+    def text(self, branch: int = 0) -> str:
+        """The whole prompt up to and including one branch, as a model would read it in one piece."""
+        pieces = (self.head, self.state, *(t.text for t in self.common), *(t.text for t in self.branches[branch].texts))
+        return "".join(pieces)
 
 
 def canonical_state(state: object) -> str:
@@ -77,31 +114,64 @@ def canonical_state(state: object) -> str:
     return json.dumps(state, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def _orderings(request: DecisionRequest) -> list[tuple[int, ...]]:
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def state_piece(state: object) -> str:
+    """` <evidence>,`: starts with a space before punctuation and ends with a comma, so both cuts are clean."""
+    return " " + canonical_state(state) + ","
+
+
+def canonical_order(request: DecisionRequest) -> list[int]:
+    """Option indexes sorted by their stable id: any input order gives the same prompts and the same numbers."""
     options = request.decision.options
+    return sorted(range(len(options)), key=lambda i: options[i].id)
+
+
+def _orderings(request: DecisionRequest) -> list[tuple[int, ...]]:
     if request.debias is Debias.NONE:
-        return [tuple(range(len(options)))]
-    # Sort by the stable option id first, so ANY input order gives the same rotations (and
-    # bit-identical scores); the rotations then put every option under every letter once.
-    canonical = sorted(range(len(options)), key=lambda i: options[i].id)
+        return [tuple(range(len(request.decision.options)))]
+    canonical = canonical_order(request)
+    # the rotations put every option under every letter exactly once
     return [tuple(canonical[(start + slot) % len(canonical)] for slot in range(len(canonical)))
             for start in range(len(canonical))]
 
 
-def build_plan(frame: ChatFrame, request: DecisionRequest) -> PromptPlan:
+def letters_plan(frame: ChatFrame, request: DecisionRequest) -> PromptPlan:
+    """SemIf's prompt: the lettered options; one branch per ordering (two or more only with debias=permute)."""
     decision = request.decision
-    head, tail = frame.head, frame.tail
-    state = canonical_state(decision.state)
-    question = ', "criterion": ' + json.dumps(decision.question, ensure_ascii=False) + ', "options": ['
+    common = (Text(' "criterion": ' + _quoted(decision.question) + ","),)
     branches = []
     for order in _orderings(request):
-        pieces = tuple(
-            (", " if slot else "")
-            + f'{{"letter": "{SLOT_LETTERS[slot]}", "description": '
-            + json.dumps(decision.options[index].description, ensure_ascii=False) + "}"
-            for slot, index in enumerate(order)
-        )
-        branches.append(Branch(order=order, pieces=pieces))
-    text = head + state + question + "".join(branches[0].pieces) + tail
-    return PromptPlan(head=head, state=state, question=question, branches=tuple(branches), tail=tail,
-                      sha256=hashlib.sha256(text.encode()).hexdigest())
+        listed = ", ".join(f'{{"letter": "{SLOT_LETTERS[slot]}", "description": '
+                           f"{_quoted(decision.options[index].description)}}}" for slot, index in enumerate(order))
+        branches.append(Branch(order=order, texts=(Text(' "options": [' + listed + "]}"),
+                                                   Text(frame.suffix, template=True))))
+    plan = PromptPlan(head=frame.head, state=state_piece(decision.state), common=common, branches=tuple(branches),
+                      version=LETTERS_VERSION, sha256="")
+    return _with_sha(plan, plan.text(0))
+
+
+def answers_plan(frame: ChatFrame, request: DecisionRequest, *, content_free: bool = False) -> PromptPlan:
+    """Options listed (in canonical order) in the user message; each option's text is one branch (the answer).
+
+    With `content_free`, the evidence is replaced by a content-free one: pmi's baseline, which then depends only
+    on the criterion and the options and is computed once for them.
+    """
+    decision = request.decision
+    order = canonical_order(request)
+    listed = ", ".join(_quoted(decision.options[index].description) for index in order)
+    common = (Text(' "criterion": ' + _quoted(decision.question) + ', "options": [' + listed + "]}"),
+              Text(frame.suffix, template=True))
+    branches = tuple(Branch(order=(index,), texts=(Text(decision.options[index].description),), ends_turn=True)
+                     for index in order)
+    state = state_piece(CONTENT_FREE_EVIDENCE if content_free else decision.state)
+    plan = PromptPlan(head=frame.head, state=state, common=common, branches=branches, version=ANSWERS_VERSION,
+                      sha256="", turn_end=frame.turn_end)
+    prompt = plan.head + plan.state + "".join(t.text for t in common)
+    return _with_sha(plan, prompt + "".join("\x00" + decision.options[index].description for index in order))
+
+
+def _with_sha(plan: PromptPlan, text: str) -> PromptPlan:
+    return replace(plan, sha256=hashlib.sha256(text.encode()).hexdigest())

@@ -12,7 +12,8 @@ import math
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 MAX_OPTIONS = 16
 MIN_OPTIONS = 2
@@ -31,6 +32,14 @@ class RequestError(ValueError):
 class Debias(StrEnum):
     NONE = "none"
     PERMUTE = "permute"
+
+
+class Scoring(StrEnum):
+    """How options are scored (methods.py); a request without `scoring` gets the endpoint's SEMIF_SCORING."""
+
+    LETTERS = "letters"
+    LIKELIHOOD = "likelihood"
+    PMI = "pmi"
 
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -74,6 +83,22 @@ class DecisionRequest(BaseModel):
     decision: Decision
     temperature: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)] = 1.0  # no "0.5", no true
     debias: Debias = Debias.NONE
+    scoring: Scoring | None = None
+
+    @model_validator(mode="after")
+    def _debias_is_for_letters(self) -> DecisionRequest:
+        if self.debias is Debias.PERMUTE and self.scoring not in (None, Scoring.LETTERS):
+            raise PydanticCustomError("debias", "permute applies to letters; {method} scores every option's text in "
+                                      "a canonical order, so its scores never depend on the order",
+                                      {"method": self.scoring.value if self.scoring else ""})
+        return self
+
+    def method(self, default: str) -> str:
+        """The scoring method: the request's, else letters when it asks for permute (a letters knob), else
+        the endpoint's default."""
+        if self.scoring is not None:
+            return self.scoring.value
+        return Scoring.LETTERS.value if self.debias is Debias.PERMUTE else default
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
-from .kv_engine import EngineResult
+from .integrity import ModelDigest
 from .llama_runtime import ModelFacts
-from .prompt import PromptPlan
+from .methods import MethodScores
 from .request_schema import DecisionRequest
 from .scoring import Scores
-
-HASH_MODEL_BELOW_BYTES = 1 << 30  # above this, start-up would spend seconds hashing: fingerprint instead
 
 
 @dataclass(frozen=True)
@@ -23,16 +19,12 @@ class ModelIdentity:
     document: dict[str, object]
 
     @classmethod
-    def of(cls, path: Path, facts: ModelFacts, sha256: str | None) -> ModelIdentity:
-        stat = path.stat()
-        if sha256 is None and stat.st_size < HASH_MODEL_BELOW_BYTES:
-            with path.open("rb") as stream:
-                sha256 = hashlib.file_digest(stream, "sha256").hexdigest()
-        identity: dict[str, object] = {"file": facts.file, "bytes": stat.st_size}
-        if sha256:
-            identity["sha256"] = sha256
+    def of(cls, digest: ModelDigest, facts: ModelFacts) -> ModelIdentity:
+        identity: dict[str, object] = {"file": facts.file, "bytes": digest.bytes}
+        if digest.sha256:
+            identity["sha256"] = digest.sha256
         else:
-            identity["fingerprint"] = f"size={stat.st_size};mtime_ns={stat.st_mtime_ns}"
+            identity["fingerprint"] = digest.fingerprint
         identity.update(architecture=facts.architecture, quantization=facts.quantization,
                         context=facts.context, context_train=facts.context_train)
         return cls(identity)
@@ -42,29 +34,39 @@ class ModelIdentity:
 class Timing:
     queue_ms: float
     total_ms: float
+    source: str | None = None  # "result": the whole answer came from the result cache
 
 
-def render(request: DecisionRequest, *, plan: PromptPlan, result: EngineResult, scores: Scores,
-           model: ModelIdentity, timing: Timing) -> bytes:
-    decision = request.decision
+def render(request: DecisionRequest, method: str, *, raw: MethodScores, scores: Scores, model: ModelIdentity,
+           timing: Timing) -> bytes:
+    decision, effort = request.decision, raw.effort
+    from_results = timing.source == "result"
+    timing_document: dict[str, object] = {
+        "queue_ms": round(timing.queue_ms, 3),
+        "tokenize_ms": 0.0 if from_results else round(effort.tokenize_ms, 3),
+        "restore_ms": 0.0 if from_results else round(effort.restore_ms, 3),
+        "forward_ms": 0.0 if from_results else round(effort.forward_ms, 3),
+        "total_ms": round(timing.total_ms, 3),
+        "prompt_tokens": effort.prompt_tokens,
+        "cached_tokens": effort.prompt_tokens if from_results else effort.cached_tokens,
+        "evaluated_tokens": 0 if from_results else effort.evaluated_tokens,
+        "cache_source": timing.source or effort.cache_source,
+    }
+    if raw.baseline_cached is not None:
+        timing_document["baseline_cached"] = from_results or raw.baseline_cached
     document = {
         "decision_id": decision.id,
         "option_ids": [option.id for option in decision.options],
         "probabilities": scores.probabilities,
         "option_logits": scores.option_logits,
-        "allowed_token_mass": scores.allowed_token_mass,
+        "scoring": method,
+        "warnings": scores.warnings,
+        "calibration": scores.calibration,
+        "allowed_token_mass": raw.allowed_token_mass,
         "temperature": request.temperature,
         "debias": request.debias.value,
-        "timing": {
-            "queue_ms": round(timing.queue_ms, 3),
-            "tokenize_ms": round(result.tokenize_ms, 3),
-            "forward_ms": round(result.forward_ms, 3),
-            "total_ms": round(timing.total_ms, 3),
-            "prompt_tokens": result.prompt_tokens,
-            "cached_tokens": result.cached_tokens,
-            "evaluated_tokens": result.evaluated_tokens,
-        },
+        "timing": timing_document,
         "model": model.document,
-        "prompt": {"version": plan.version, "sha256": plan.sha256},
+        "prompt": {"version": raw.prompt.version, "sha256": raw.prompt.sha256},
     }
     return json.dumps(document, separators=(",", ":")).encode()

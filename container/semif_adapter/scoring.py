@@ -1,9 +1,9 @@
-"""Slot logits -> per-option logits and probabilities, in request order.
+"""Raw option scores -> probabilities (calibration and temperature applied) and the warnings a caller acts on.
 
-Each branch scored the options in its own order; logits are mapped back to
-the option they belong to and averaged over branches (one branch unless
-`debias=permute`). Probabilities are always softmax(option_logits / T), so the
-two arrays in a response never disagree. Arithmetic is float64 throughout.
+Probabilities are softmax(calibrated / T): with no calibration for the method, calibrated = option_logits, so
+the two arrays in a response never disagree; with one, calibrated = (option_logits - mean slot bias) / T_cal
+(see calibration.py). Arithmetic is float64 throughout, and every sum runs in a fixed order, so the same
+scores always give the same bits.
 """
 
 from __future__ import annotations
@@ -13,15 +13,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kv_engine import BranchLogits
-from .prompt import PromptPlan
+from .calibration import Calibration, MethodCalibration
+from .methods import MethodScores
+
+# Warning codes and their thresholds (README, "Decision quality"): stable names a caller may branch on.
+LOW_OPTION_MASS = "low_option_mass"  # letters: the model's next token was mostly not an option letter
+LOW_OPTION_MASS_BELOW = 0.5
+NEAR_TIE = "near_tie"  # the two most probable options are within this many probability points
+NEAR_TIE_MARGIN = 0.1
 
 
 @dataclass(frozen=True)
 class Scores:
-    option_logits: list[float]  # request order
+    option_logits: list[float]  # request order: the method's raw scores
     probabilities: list[float]  # request order, sums to 1
-    allowed_token_mass: float  # share of next-token probability on the slot letters (mean over branches)
+    warnings: list[str]
+    calibration: dict[str, object] | None  # what was applied, for the response
 
 
 def softmax(values: np.ndarray) -> np.ndarray:
@@ -30,16 +37,33 @@ def softmax(values: np.ndarray) -> np.ndarray:
     return shifted / math.fsum(shifted.tolist())
 
 
-def score_options(plan: PromptPlan, branches: tuple[BranchLogits, ...], temperature: float) -> Scores:
-    count = len(plan.branches[0].order)
-    totals = np.zeros(count, dtype=np.float64)
-    mass = 0.0
-    for branch, logits in zip(plan.branches, branches, strict=True):
-        values = logits.slot_logits.astype(np.float64)
-        totals[list(branch.order)] += values
-        mass += float(np.exp(np.logaddexp.reduce(values) - logits.log_normalizer))
-    option_logits = totals / len(branches)
-    return Scores(option_logits=option_logits.tolist(),
-                  # shift before dividing: logits / a tiny temperature overflow to inf (and inf - inf is NaN)
-                  probabilities=softmax((option_logits - option_logits.max()) / temperature).tolist(),
-                  allowed_token_mass=min(1.0, mass / len(branches)))
+def calibrated_logits(raw: MethodScores, calibration: MethodCalibration | None) -> np.ndarray:
+    if calibration is None:
+        return raw.option_logits
+    bias = np.zeros_like(raw.option_logits)
+    for order in raw.orders:
+        for slot, index in enumerate(order):
+            bias[index] += calibration.bias(slot)
+    if raw.orders:
+        bias /= len(raw.orders)
+    return (raw.option_logits - bias) / calibration.temperature
+
+
+def warnings_for(raw: MethodScores, probabilities: np.ndarray) -> list[str]:
+    found = []
+    if raw.allowed_token_mass is not None and raw.allowed_token_mass < LOW_OPTION_MASS_BELOW:
+        found.append(LOW_OPTION_MASS)
+    top_two = np.sort(probabilities)[-2:]
+    if top_two[1] - top_two[0] < NEAR_TIE_MARGIN:
+        found.append(NEAR_TIE)
+    return found
+
+
+def score(raw: MethodScores, method: str, temperature: float, calibration: Calibration | None) -> Scores:
+    applied = calibration.for_method(method) if calibration else None
+    logits = calibrated_logits(raw, applied)
+    # shift before dividing: logits / a tiny temperature overflow to inf (and inf - inf is NaN)
+    probabilities = softmax((logits - logits.max()) / temperature)
+    return Scores(option_logits=raw.option_logits.tolist(), probabilities=probabilities.tolist(),
+                  warnings=warnings_for(raw, probabilities),
+                  calibration=calibration.describe(method) if applied and calibration else None)

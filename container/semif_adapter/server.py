@@ -25,6 +25,7 @@ from typing import Any
 import uvicorn
 
 from .http_app import build_app
+from .integrity import ModelIntegrityError
 from .llama_runtime import RuntimeStartError
 from .model_files import ModelFileError, resolve_model_path
 from .service import DecisionService
@@ -138,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         service.close()
     if failure:
         error = failure[0]
-        reason = str(error) if isinstance(error, RuntimeStartError) else f"{type(error).__name__}: {error}"
+        expected = isinstance(error, RuntimeStartError | ModelIntegrityError)
+        reason = str(error) if expected else f"{type(error).__name__}: {error}"
         LOG.error("startup failed: %s", reason)
         return 1
     return 0

@@ -1,9 +1,11 @@
-"""Owns the model and the one worker thread that may touch it; admits requests boundedly.
+"""Owns the model and the one worker thread that may touch it; admits work boundedly, batches included.
 
-llama.cpp contexts are not thread-safe, and on a CPU one decode already uses
-every core, so decisions run one at a time on a single worker (llama.cpp
-releases the GIL, so the event loop keeps answering `/ping`). Requests beyond
-`queue_size` are refused at once with 503 + Retry-After instead of timing out.
+llama.cpp contexts are not thread-safe, and on a CPU one decode already uses every core, so decisions run one
+at a time on a single worker (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Admission
+counts decisions, not requests: a batch of N lines takes N places of `queue_size` (a batch larger than the whole
+queue is admitted only when nothing else is), and beyond that work is refused at once with 503 + Retry-After
+instead of timing out. A batch runs in an order that maximises prefix reuse (grouped by state, then criterion);
+its answers are returned in input order, each exactly what the decision alone would have been given.
 """
 
 from __future__ import annotations
@@ -12,23 +14,31 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .integrity import digest
 from .kv_engine import DecisionEngine, DecodeAbortedError
 from .llama_runtime import LlamaRuntime
-from .prompt import ChatFrame, build_plan
-from .request_schema import Debias, Decision, DecisionRequest, Option
+from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
+from .prefix_cache import PrefixCache, default_budget
+from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT, canonical_state
+from .request_schema import Decision, DecisionRequest, Option, Scoring
 from .response import ModelIdentity, Timing, render
-from .scoring import score_options
+from .result_cache import ResultCache, result_key
+from .scoring import score
 from .settings import Settings
+from .tokens import PromptTokenizer, check_exact
 
 LOG = logging.getLogger("semif_adapter")
-WARMUP_REQUEST = DecisionRequest(
-    decision=Decision(id="warm-up", state="The adapter is starting.", question="Is it ready?",
-                      options=[Option(id="yes", description="Yes."), Option(id="no", description="No.")]),
-    debias=Debias.NONE,
+WARMUP_DECISION = Decision(id="warm-up", state="The adapter is starting.", question="Is it ready?",
+                           options=[Option(id="yes", description="Yes."), Option(id="no", description="No.")])
+# Probe states for the start-up tokenization check: edges where a tokenizer's pre-split could merge across a cut.
+EXACTNESS_PROBES: tuple[object, ...] = (
+    "The adapter is starting.", " leading and trailing spaces ", "ends with digits 2024", "\"quoted\", and a comma,",
+    "line one\nline two\n", "ünïcödé, emoji 🙂 and CJK 漢字", {"ticket": 42, "text": "JSON state"}, ["a", 1, None],
 )
 
 
@@ -46,9 +56,20 @@ class ShuttingDownError(Exception):
 
 @dataclass(frozen=True)
 class Decided:
+    """One answer and the facts the access log and the metrics report about it."""
+
     body: bytes
+    method: str
     prompt_tokens: int
+    evaluated_tokens: int
     cached_tokens: int
+    cache_source: str
+    queue_ms: float
+    forward_ms: float
+    total_ms: float
+    top_probability: float
+    allowed_token_mass: float | None
+    warnings: tuple[str, ...]
 
 
 class DecisionService:
@@ -63,55 +84,104 @@ class DecisionService:
         self._pending: set[Future[Decided]] = set()
         self._runtime: LlamaRuntime | None = None
         self._engine: DecisionEngine | None = None
-        self._frame: ChatFrame | None = None
+        self._work: Work | None = None
+        self._methods: dict[str, Method] = {}
         self._identity: ModelIdentity | None = None
+        self._results = ResultCache(settings.result_cache_entries)
+        self.prefix_cache: PrefixCache | None = None
 
     @property
     def ready(self) -> bool:
         return self._ready.is_set()
 
+    # -- start-up --------------------------------------------------------------------------------------
     def load(self) -> Future[None]:
-        """Load and warm up on the worker thread; the future fails if the model cannot serve."""
+        """Verify, load and warm up on the worker thread; the future fails if the model cannot serve."""
         return self._executor.submit(self._load)
 
     def _load(self) -> None:
         started = time.perf_counter()
+        model = digest(self.model_path, self.settings.model_sha256)  # before llama.cpp reads the file
         runtime = LlamaRuntime(self.model_path, self.settings)
         self._runtime = runtime
-        self._frame = runtime.chat_frame(self.settings.chat_template)
-        self._engine = DecisionEngine(runtime, self._frame, runtime.slot_tokens(self._frame))
-        self._identity = ModelIdentity.of(self.model_path, runtime.facts, self.settings.model_sha256)
-        warm = self._decide(WARMUP_REQUEST, time.perf_counter())  # /ping must not say 200 before this works
+        letters_frame = runtime.chat_frame(self.settings.chat_template, LETTERS_SYSTEM_TEXT)
+        answers_frame = runtime.chat_frame(self.settings.chat_template, ANSWERS_SYSTEM_TEXT)
+        likelihood = Likelihood(answers_frame)
+        letters = Letters(letters_frame, runtime.slot_tokens(letters_frame))
+        self._methods = {method.name: method for method in (letters, likelihood, Pmi(likelihood))}
+        tokenizer = PromptTokenizer(runtime)
+        self.prefix_cache = PrefixCache(self.settings.cache_bytes if self.settings.cache_bytes is not None
+                                        else default_budget(model.bytes, runtime.context_bytes))
+        self._engine = DecisionEngine(runtime, self.prefix_cache)
+        self._work = Work(tokenizer, self._engine)
+        self._identity = ModelIdentity.of(model, runtime.facts)
+        probes = [DecisionRequest(decision=WARMUP_DECISION.model_copy(update={"state": state}))
+                  for state in EXACTNESS_PROBES]
+        inexact = check_exact(tokenizer, [p for r in probes for p in (letters.plan(r), likelihood.plan(r))])
+        if inexact:
+            LOG.warning("prompt pieces do not add up to the whole prompt's tokens for this model's tokenizer; "
+                        "scores stay deterministic, prompts read a few more tokens",
+                        extra={"fields": {"problems": inexact[:4]}})
+        warm = [self._decide(DecisionRequest(decision=WARMUP_DECISION, scoring=Scoring(name)), time.perf_counter())
+                for name in self._methods]  # /ping must not say 200 before every method works
         LOG.info("ready", extra={"fields": {
-            "model": self._identity.document, "load_ms": round((time.perf_counter() - started) * 1000, 1),
-            "head_tokens": self._engine.head_tokens, "warmup_prompt_tokens": warm.prompt_tokens,
-            "threads": self.settings.threads, "queue_size": self.settings.queue_size}})
+            "model": self._identity.document, "model_hash_ms": round(model.hash_ms, 1),
+            "load_ms": round((time.perf_counter() - started) * 1000, 1), "exact_tokens": not inexact,
+            "default_scoring": self.settings.scoring, "warmup_prompt_tokens": warm[0].prompt_tokens,
+            "head_tokens": {name: len(tokenizer.head(frame.head)) for name, frame in
+                            (("letters", letters_frame), ("likelihood", answers_frame), ("pmi", answers_frame))},
+            "calibration": self.settings.calibration.sha256[:12] if self.settings.calibration else None,
+            "prefix_cache_bytes": self.prefix_cache.budget, "threads": self.settings.threads,
+            "queue_size": self.settings.queue_size}})
         self._ready.set()  # after the line: whoever sees /ping 200 finds "ready" in the log
 
-    async def decide(self, request: DecisionRequest) -> Decided:
+    # -- admission -------------------------------------------------------------------------------------
+    def _admit(self, count: int) -> None:
         if self._draining:
             raise ShuttingDownError
         if not self.ready:
             raise NotReadyError
+        if self._admitted and self._admitted + count > self.settings.queue_size:
+            raise QueueFullError
+        self._admitted += count
+
+    async def decide(self, request: DecisionRequest) -> Decided:
+        answer = (await self.decide_all([request]))[0]
+        if isinstance(answer, BaseException):
+            try:
+                raise answer
+            finally:  # the traceback holds this frame, which holds the error: a cycle keeping the input alive
+                del answer
+        return answer
+
+    async def decide_all(self, requests: Sequence[DecisionRequest]) -> list[Decided | BaseException]:
+        """Every request's answer (or its error) in input order; run in the order that reuses most."""
+        admitted_at = time.perf_counter()
         with self._lock:
-            if self._admitted >= self.settings.queue_size:
-                raise QueueFullError
-            self._admitted += 1
-            job = self._executor.submit(self._decide, request, time.perf_counter())
-            self._pending.add(job)
-        job.add_done_callback(self._release)  # the slot frees when the work ends, not when a client leaves
+            self._admit(len(requests))
+            jobs: dict[int, Future[Decided]] = {}
+            for index in reuse_order(requests):
+                job = self._executor.submit(self._decide, requests[index], admitted_at)
+                self._pending.add(job)
+                job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
+                jobs[index] = job
         try:
-            return await asyncio.wrap_future(job)
-        except DecodeAbortedError:
-            raise ShuttingDownError from None
-        except asyncio.CancelledError:
-            if job.cancelled() and self._draining:  # handed back by drain(), not a client going away
-                raise ShuttingDownError from None
+            done = await asyncio.gather(*(asyncio.wrap_future(jobs[i]) for i in range(len(requests))),
+                                        return_exceptions=True)
+        except asyncio.CancelledError:  # the client left: queued work nobody waits for is never run
+            for job in jobs.values():
+                job.cancel()
             raise
         finally:
-            # The job holds its exception, whose traceback holds this frame: a cycle that kept a refused
+            # A job holds its exception, whose traceback holds this frame: a cycle that kept a refused
             # request's input (up to 6 MB, far more as tokens) in memory until the cyclic GC happened to run.
-            del job
+            del jobs
+        return [self._handed_back(answer) for answer in done]
+
+    def _handed_back(self, answer: Decided | BaseException) -> Decided | BaseException:
+        if isinstance(answer, DecodeAbortedError | asyncio.CancelledError) and self._draining:
+            return ShuttingDownError()
+        return answer
 
     def _release(self, job: Future[Decided]) -> None:
         with self._lock:
@@ -140,18 +210,30 @@ class DecisionService:
         if pending and self._runtime is not None:
             self._runtime.request_abort()
 
+    # -- one decision (worker thread) ------------------------------------------------------------------------
     def _decide(self, request: DecisionRequest, admitted_at: float) -> Decided:
-        assert self._engine is not None and self._frame is not None
+        assert self._work is not None and self._identity is not None
         started = time.perf_counter()
-        plan = build_plan(self._frame, request)
-        result = self._engine.score(plan)
-        scores = score_options(plan, result.branches, request.temperature)
-        identity = self._identity
-        assert identity is not None
-        timing = Timing(queue_ms=(started - admitted_at) * 1000,
-                        total_ms=(time.perf_counter() - admitted_at) * 1000)
-        body = render(request, plan=plan, result=result, scores=scores, model=identity, timing=timing)
-        return Decided(body=body, prompt_tokens=result.prompt_tokens, cached_tokens=result.cached_tokens)
+        method = request.method(self.settings.scoring)
+        key = result_key(request, method)
+        raw: MethodScores | None = self._results.get(key)
+        source = "result" if raw is not None else None
+        if raw is None:
+            raw = self._methods[method].score(request, self._work)
+            self._results.put(key, raw)
+        scores = score(raw, method, request.temperature, self.settings.calibration)
+        finished = time.perf_counter()
+        timing = Timing(queue_ms=(started - admitted_at) * 1000, total_ms=(finished - admitted_at) * 1000,
+                        source=source)
+        body = render(request, method, raw=raw, scores=scores, model=self._identity, timing=timing)
+        effort = raw.effort
+        return Decided(body=body, method=method, prompt_tokens=effort.prompt_tokens,
+                       evaluated_tokens=0 if source else effort.evaluated_tokens,
+                       cached_tokens=effort.prompt_tokens if source else effort.cached_tokens,
+                       cache_source=source or effort.cache_source, queue_ms=timing.queue_ms,
+                       forward_ms=0.0 if source else effort.forward_ms, total_ms=timing.total_ms,
+                       top_probability=max(scores.probabilities), allowed_token_mass=raw.allowed_token_mass,
+                       warnings=tuple(scores.warnings))
 
     def close(self) -> None:
         """Finish the running decision, then free the native objects."""
@@ -161,3 +243,17 @@ class DecisionService:
             self._engine.close()
         if self._runtime is not None:
             self._runtime.close()
+
+
+def reuse_order(requests: Sequence[DecisionRequest]) -> list[int]:
+    """Indexes grouped by state, then by criterion, each group where it first appears: consecutive decisions then
+    share the longest prefix. Only the speed depends on this order, never the numbers."""
+    states: dict[str, int] = {}
+    questions: dict[tuple[str, str], int] = {}
+    keys = []
+    for index, request in enumerate(requests):
+        state = canonical_state(request.decision.state)
+        state_rank = states.setdefault(state, len(states))
+        question_rank = questions.setdefault((state, request.decision.question), len(questions))
+        keys.append((state_rank, question_rank, index))
+    return [index for *_, index in sorted(keys)]

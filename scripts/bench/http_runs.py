@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from scripts.bench.workload import Spec, option_list
-from semif_adapter.prompt import SLOT_LETTERS, SYSTEM_TEXT, ChatFrame, build_plan
+from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, SLOT_LETTERS, ChatFrame, letters_plan
 from semif_adapter.request_schema import DecisionRequest
 
 TIMEOUT = httpx.Timeout(300.0, connect=10.0)
@@ -118,9 +118,10 @@ def burst(url: str, bodies: list[bytes]) -> tuple[float, list[Outcome]]:
 # -- the chat path ------------------------------------------------------------------------------------
 def chat_body(spec: Spec) -> bytes:
     """The same system text and user message the adapter's template wraps, as chat messages."""
-    plan = build_plan(ChatFrame(prefix="", suffix=""), DecisionRequest.model_validate(spec.body()))
-    user = plan.head + plan.state + plan.question + "".join(plan.branches[0].pieces) + plan.tail
-    return json.dumps({"messages": [{"role": "system", "content": SYSTEM_TEXT}, {"role": "user", "content": user}],
+    plan = letters_plan(ChatFrame(prefix="", suffix=""), DecisionRequest.model_validate(spec.body()))
+    user = plan.text(0)
+    return json.dumps({"messages": [{"role": "system", "content": LETTERS_SYSTEM_TEXT},
+                                    {"role": "user", "content": user}],
                        "max_tokens": CHAT_MAX_TOKENS, "temperature": 0}).encode()
 
 

@@ -19,13 +19,17 @@ import llama_cpp
 import numpy as np
 
 from scripts.bench.workload import Spec
-from semif_adapter.kv_engine import DecisionEngine, PlanTokens
+from semif_adapter.integrity import digest
+from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
-from semif_adapter.prompt import ChatFrame, PromptPlan, build_plan
+from semif_adapter.methods import Letters, Work
+from semif_adapter.prefix_cache import PrefixCache
+from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, PromptPlan
 from semif_adapter.request_schema import DecisionRequest, parse_request
 from semif_adapter.response import ModelIdentity, Timing, render
-from semif_adapter.scoring import score_options, softmax
+from semif_adapter.scoring import score, softmax
 from semif_adapter.settings import Settings, load_settings
+from semif_adapter.tokens import PlanTokens, PromptTokenizer
 
 Piece = tuple[int, int, list[int], bool]  # sequence id, first position, tokens, logits for the last token
 
@@ -71,7 +75,8 @@ class Model:
     """One model and context, as the adapter opens them, plus a raw decoder on the same context."""
 
     runtime: LlamaRuntime
-    frame: ChatFrame
+    letters: Letters
+    tokenizer: PromptTokenizer
     engine: DecisionEngine
     decoder: Decoder
     settings: Settings
@@ -81,21 +86,22 @@ class Model:
     def open(cls, path: Path, env: Mapping[str, str]) -> Model:
         settings = load_settings(env)
         runtime = LlamaRuntime(path, settings)
-        frame = runtime.chat_frame(settings.chat_template)
-        engine = DecisionEngine(runtime, frame, runtime.slot_tokens(frame))
-        return cls(runtime, frame, engine, Decoder(runtime), settings, path)
+        frame = runtime.chat_frame(settings.chat_template, LETTERS_SYSTEM_TEXT)
+        letters = Letters(frame, runtime.slot_tokens(frame))
+        engine = DecisionEngine(runtime, PrefixCache(0))
+        return cls(runtime, letters, PromptTokenizer(runtime), engine, Decoder(runtime), settings, path)
 
     def plan(self, spec: Spec) -> PromptPlan:
-        return build_plan(self.frame, DecisionRequest.model_validate(spec.body()))
+        return self.letters.plan(DecisionRequest.model_validate(spec.body()))
 
     def tokens(self, spec: Spec) -> PlanTokens:
-        return self.engine.tokens(self.plan(spec))
+        return self.tokenizer.tokens(self.plan(spec))
 
     def fresh_engine(self) -> DecisionEngine:
         """An engine whose idea of the cache matches the (cleared) cache: the floor runs trample it."""
         self.decoder.clear()
         self.engine.close()
-        self.engine = DecisionEngine(self.runtime, self.frame, self.runtime.slot_tokens(self.frame))
+        self.engine = DecisionEngine(self.runtime, PrefixCache(0))
         return self.engine
 
     def close(self) -> None:
@@ -104,7 +110,7 @@ class Model:
         self.runtime.close()
 
 
-def _joined(chunks: list[tuple[str, list[int]]]) -> list[int]:
+def _joined(chunks: tuple[tuple[str, tuple[int, ...]], ...]) -> list[int]:
     return [token for _, tokens in chunks for token in tokens]
 
 
@@ -115,12 +121,13 @@ def floor_ms(model: Model, tokens: PlanTokens, cached_chunks: int) -> float:
     cached = _joined(tokens.chunks[:cached_chunks])
     if cached:
         decoder.decode([(0, 0, cached, False)])
-    rest = _joined(tokens.chunks[cached_chunks:])
+    rest = _joined(tokens.chunks[cached_chunks:]) + list(tokens.common)
     if len(tokens.branches) == 1:
-        return decoder.decode([(0, len(cached), rest + tokens.branches[0], True)]) * 1000
+        return decoder.decode([(0, len(cached), rest + list(tokens.branches[0]), True)]) * 1000
     spent = decoder.decode([(0, len(cached), rest, False)]) if rest else 0.0
     decoder.copy_prefix(len(tokens.branches))
-    spent += decoder.decode([(seq, tokens.prefix, branch, True) for seq, branch in enumerate(tokens.branches)])
+    start = tokens.prefix + len(tokens.common)
+    spent += decoder.decode([(seq, start, list(branch), True) for seq, branch in enumerate(tokens.branches)])
     return spent * 1000
 
 
@@ -128,11 +135,12 @@ def reference_ms(model: Model, spec: Spec) -> tuple[float, list[float]]:
     """SemIf's fresh method: render, tokenize, re-evaluate the whole prompt, softmax over the letters."""
     started = time.perf_counter()
     plan = model.plan(spec)
-    tokens = model.engine.tokens(plan)
+    tokens = model.tokenizer.tokens(plan)
     model.decoder.clear()
-    model.decoder.decode([(0, 0, _joined(tokens.chunks) + tokens.branches[0], True)])
+    model.decoder.decode([(0, 0, tokens.joined(0), True)])
     row = model.runtime.logits_row(-1)
-    probabilities = softmax(row[model.engine.slot_tokens[:len(plan.branches[0].order)]].astype(np.float64))
+    letters = list(model.letters.slot_tokens[:len(plan.branches[0].order)])
+    probabilities = softmax(row[letters].astype(np.float64))
     return (time.perf_counter() - started) * 1000, probabilities.tolist()
 
 
@@ -158,8 +166,8 @@ def decode_clock() -> Iterator[list[float]]:
 
 def pipeline_overhead_ms(model: Model, specs: list[Spec]) -> list[float]:
     """Per decision: the adapter's in-process pipeline (parse -> plan -> score -> render) minus llama_decode."""
-    engine = model.fresh_engine()
-    identity = ModelIdentity.of(model.path, model.runtime.facts, "0" * 64)
+    work = Work(model.tokenizer, model.fresh_engine())
+    identity = ModelIdentity.of(digest(model.path, None), model.runtime.facts)
     overheads = []
     with decode_clock() as spent:
         for spec in specs:
@@ -167,10 +175,9 @@ def pipeline_overhead_ms(model: Model, specs: list[Spec]) -> list[float]:
             spent[0] = 0.0
             started = time.perf_counter()
             request = parse_request(body)
-            plan = build_plan(model.frame, request)
-            result = engine.score(plan)
-            scores = score_options(plan, result.branches, request.temperature)
-            render(request, plan=plan, result=result, scores=scores, model=identity, timing=Timing(0.0, 0.0))
+            raw = model.letters.score(request, work)
+            scores = score(raw, model.letters.name, request.temperature, None)
+            render(request, model.letters.name, raw=raw, scores=scores, model=identity, timing=Timing(0.0, 0.0))
             overheads.append((time.perf_counter() - started - spent[0]) * 1000)
     model.fresh_engine()
     return overheads
@@ -189,7 +196,7 @@ def batching_probe(model: Model, first: PlanTokens, second: PlanTokens, repeats:
     """
     decoder = model.decoder
     state = _joined(first.chunks[:2])
-    suffixes = [_joined(t.chunks[2:]) + t.branches[0] for t in (first, second)]
+    suffixes = [[*t.common, *t.branches[0]] for t in (first, second)]
     apart, together = [], []
     alone: list[np.ndarray] = []
     batched: list[np.ndarray] = []
@@ -217,8 +224,8 @@ def batching_probe(model: Model, first: PlanTokens, second: PlanTokens, repeats:
 def chunking_probe(model: Model, tokens: PlanTokens, repeats: int) -> dict[str, object]:
     """What the engine's fixed boundaries cost against one decode of the same tokens (head cached):
     now state, then question + branch; before, state, question and branch as three decodes."""
-    decoder, head = model.decoder, tokens.chunks[0][1]
-    state, question, branch = tokens.chunks[1][1], tokens.chunks[2][1], tokens.branches[0]
+    decoder, head = model.decoder, list(tokens.chunks[0][1])
+    state, question, branch = list(tokens.chunks[1][1]), list(tokens.common), list(tokens.branches[0])
     layouts = {"one_decode": [state + question + branch], "state_then_suffix": [state, question + branch],
                "three_decodes": [state, question, branch]}
     times: dict[str, list[float]] = {name: [] for name in layouts}

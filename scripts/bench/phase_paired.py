@@ -62,10 +62,10 @@ def _tokens(model: Model, scenario: Scenario, specs: list[Spec]) -> dict[str, An
     return {
         "head": len(first.chunks[0][1]),
         "state": round(sum(len(t.chunks[1][1]) for t in planned) / len(planned)),
-        "question": round(sum(len(t.chunks[2][1]) for t in planned) / len(planned)),
+        "question": round(sum(len(t.common) for t in planned) / len(planned)),
         "branch": len(first.branches[0]), "branches": len(first.branches),
-        "prompt": round(sum(t.prefix + len(t.branches[0]) for t in planned) / len(planned)),
-        "uncached": round(sum(t.prefix - hit + sum(len(b) for b in t.branches)
+        "prompt": round(sum(t.prefix + len(t.common) + len(t.branches[0]) for t in planned) / len(planned)),
+        "uncached": round(sum(t.prefix + len(t.common) - hit + sum(len(b) for b in t.branches)
                               for t, hit in zip(planned, cached, strict=True)) / len(planned)),
         "expected_cached": cached,
     }

@@ -68,7 +68,7 @@ def run_disconnects(server: Server, queued: int = 4) -> dict[str, Any]:
     """Walk away once mid-decode and `queued` times while waiting; then check slots and the KV cache."""
     url = server.url
     ready = server.ready_fields()
-    queue_size, head_tokens = int(ready["queue_size"]), int(ready["head_tokens"])
+    queue_size, head_tokens = int(ready["queue_size"]), int(ready["head_tokens"][ready["default_scoring"]])
     problems: list[str] = []
     with httpx.Client(timeout=REQUEST_TIMEOUT_S) as client:
         before = _sequence(client, url)

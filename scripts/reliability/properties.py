@@ -46,8 +46,12 @@ def valid_documents(draw: st.DrawFn, max_options: int = MAX_OPTIONS, max_text: i
         "options": [{"id": option_id, "description": draw(text)} for option_id in ids]}}
     if draw(st.booleans()):
         document["temperature"] = draw(TEMPERATURES | st.integers(min_value=1, max_value=1000))
+    scoring = draw(st.sampled_from([None, "letters", "likelihood", "pmi"]))
+    if scoring is not None:
+        document["scoring"] = scoring
     if draw(st.booleans()):
-        document["debias"] = "permute" if len(ids) <= 3 and draw(st.booleans()) else "none"
+        letters = scoring in (None, "letters")
+        document["debias"] = "permute" if letters and len(ids) <= 3 and draw(st.booleans()) else "none"
     return document
 
 
@@ -117,7 +121,7 @@ def strict_json(body: bytes) -> Any:
 
 def expected_dump(document: dict[str, Any]) -> dict[str, Any]:
     """What an accepted document must read back as: itself, with the defaults filled in."""
-    expected = {"temperature": 1.0, "debias": "none", **document}
+    expected = {"temperature": 1.0, "debias": "none", "scoring": None, **document}
     expected["temperature"] = float(expected["temperature"])
     return expected
 

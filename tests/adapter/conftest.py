@@ -66,8 +66,10 @@ def start_adapter() -> Iterator:
 
 @pytest.fixture(scope="session")
 def adapter() -> Iterator[AdapterProcess]:
-    """The shared adapter on the embedded model, for request/response tests."""
-    process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
+    """The shared adapter on the embedded model, for request/response tests: every answer is computed (no
+    result cache), and a request without `scoring` uses letters whatever the shipped default is."""
+    process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_RESULT_CACHE_ENTRIES": "0",
+                              "SEMIF_SCORING": "letters"})
     try:
         process.wait_ready()
         yield process

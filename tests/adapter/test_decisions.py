@@ -38,7 +38,7 @@ def test_response_shape_and_probabilities(client, make_decision):
     assert (model["file"], model["architecture"], model["quantization"]) == \
         ("SmolLM2-135M-Instruct.Q4_1.gguf", "llama", "Q4_1")
     assert len(model["sha256"]) == 64 and model["context"] == 4096
-    assert result["prompt"]["version"] == "semif-options-v1" and len(result["prompt"]["sha256"]) == 64
+    assert result["prompt"]["version"] == "semif-options-v2" and len(result["prompt"]["sha256"]) == 64
 
 
 def test_probabilities_are_softmax_of_logits_over_temperature(client, make_decision):
@@ -63,9 +63,9 @@ def test_same_request_same_numbers_cached_or_not(client, make_decision):
 
 
 def test_same_state_other_question_reuses_the_prefix(client, make_decision):
-    fresh_state(client, make_decision)
-    first = decide(client, make_decision(state=SAME_STATE, question="Should we refund the customer now?"))
-    second = decide(client, make_decision(state=SAME_STATE, question="Is the carrier at fault?"))
+    state = SAME_STATE + " (seen here first)"  # in no cache yet: the host-memory cache keeps every state it saw
+    first = decide(client, make_decision(state=state, question="Should we refund the customer now?"))
+    second = decide(client, make_decision(state=state, question="Is the carrier at fault?"))
     head = first["timing"]["cached_tokens"]
     assert head > 0  # the constant head (system text + template) was not recomputed
     assert second["timing"]["cached_tokens"] > head + 10  # ... and now the state is reused too
@@ -121,10 +121,11 @@ def test_permute_removes_the_letter_preference_of_the_default(client, make_decis
 
 def test_permute_decodes_branches_in_one_pass_over_a_shared_prefix(client, make_decision):
     body = make_decision(state=SAME_STATE, debias="permute")
-    decide(client, body)
+    single = decide(client, make_decision(state=SAME_STATE))["timing"]
     result = decide(client, body)
     timing = result["timing"]
-    # three branches of equal length were evaluated, the shared prefix came from the cache
-    branch_tokens = timing["prompt_tokens"] - timing["cached_tokens"]
-    assert timing["evaluated_tokens"] == 3 * branch_tokens
+    # the shared prefix came from the cache; the criterion once, then three rotations of the options
+    assert timing["cached_tokens"] == single["cached_tokens"] and timing["prompt_tokens"] == single["prompt_tokens"]
+    one_branch = single["evaluated_tokens"]  # the criterion + one ordering of the options
+    assert 2.5 * one_branch < timing["evaluated_tokens"] < 3 * one_branch
     assert math.isclose(sum(result["probabilities"]), 1.0, abs_tol=1e-6)

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from semif_adapter.prompt import SLOT_LETTERS, ChatFrame, build_plan, canonical_state
-from semif_adapter.request_schema import Debias, RequestError, parse_request
+from semif_adapter.prompt import SLOT_LETTERS, ChatFrame, answers_plan, canonical_state, letters_plan
+from semif_adapter.request_schema import Debias, RequestError, Scoring, parse_request
 
 FRAME = ChatFrame(prefix="<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n",
-                  suffix="<|im_end|>\n<|im_start|>assistant\n")
+                  suffix="<|im_end|>\n<|im_start|>assistant\n", turn_end="<|im_end|>\n")
 
 
 def request(options: list[str], **knobs: object):
@@ -25,19 +25,44 @@ def test_object_state_is_serialised_canonically():
 
 
 def test_prompt_is_the_json_user_message_inside_the_template():
-    plan = build_plan(FRAME, request(["x", "y"]))
-    text = plan.head + plan.state + plan.question + "".join(plan.branches[0].pieces) + plan.tail
+    plan = letters_plan(FRAME, request(["x", "y"]))
+    text = plan.text(0)
     assert text.startswith(FRAME.prefix) and text.endswith(FRAME.suffix)
     user = json.loads(text[len(FRAME.prefix):-len(FRAME.suffix)])
     assert user == {"evidence": {"a": [1, 2], "b": 1}, "criterion": "Which?",
                     "options": [{"letter": "A", "description": "about x"}, {"letter": "B", "description": "about y"}]}
-    assert "x" not in "".join(plan.branches[0].pieces).replace("about x", "")  # ids never reach the model
+    options_text = "".join(t.text for t in plan.branches[0].texts)
+    assert "x" not in options_text.replace("about x", "")  # ids never reach the model
+
+
+def test_cuts_sit_where_the_pre_split_breaks():
+    """Each user piece starts with a space before punctuation and the pieces before it end in punctuation."""
+    for plan in (letters_plan(FRAME, request(["x", "y"])), answers_plan(FRAME, request(["x", "y"]))):
+        assert plan.head.endswith('"evidence":') and plan.state.startswith(" {") and plan.state.endswith(",")
+        assert plan.common[0].text.startswith(' "criterion": ') and not plan.common[0].template
+    letters = letters_plan(FRAME, request(["x", "y"]))
+    assert letters.common[0].text.endswith(",") and letters.branches[0].texts[0].text.startswith(' "options": [')
+    assert letters.branches[0].texts[1] == type(letters.branches[0].texts[1])(FRAME.suffix, template=True)
+
+
+def test_answers_prompt_lists_options_canonically_and_scores_each_text():
+    forward = answers_plan(FRAME, request(["c", "a", "b"]))
+    backward = answers_plan(FRAME, request(["b", "a", "c"]))
+    assert forward.sha256 == backward.sha256 and forward.common == backward.common
+    assert [b.texts[0].text for b in forward.branches] == ["about a", "about b", "about c"]
+    assert [b.order for b in forward.branches] == [(1,), (2,), (0,)]  # request indexes of a, b, c
+    assert all(b.ends_turn for b in forward.branches) and forward.turn_end == FRAME.turn_end
+    user = json.loads((forward.head + forward.state + forward.common[0].text)[len(FRAME.prefix):])
+    assert user == {"evidence": {"a": [1, 2], "b": 1}, "criterion": "Which?",
+                    "options": ["about a", "about b", "about c"]}
+    baseline = answers_plan(FRAME, request(["c", "a", "b"]), content_free=True)
+    assert baseline.state == ' "N/A",' and baseline.common == forward.common
 
 
 def test_permute_rotates_a_canonical_order_so_input_order_does_not_matter():
-    forward = build_plan(FRAME, request(["c", "a", "b"], debias="permute"))
-    backward = build_plan(FRAME, request(["b", "a", "c"], debias="permute"))
-    assert [b.pieces for b in forward.branches] == [b.pieces for b in backward.branches]
+    forward = letters_plan(FRAME, request(["c", "a", "b"], debias="permute"))
+    backward = letters_plan(FRAME, request(["b", "a", "c"], debias="permute"))
+    assert [b.texts for b in forward.branches] == [b.texts for b in backward.branches]
     assert len(forward.branches) == 3
     ids = ["c", "a", "b"]
     # every option sits under every letter exactly once
@@ -47,15 +72,20 @@ def test_permute_rotates_a_canonical_order_so_input_order_does_not_matter():
 
 
 def test_default_keeps_request_order_and_one_branch():
-    plan = build_plan(FRAME, request(list("abcdefghijklmnop")))
+    plan = letters_plan(FRAME, request(list("abcdefghijklmnop")))
     assert len(plan.branches) == 1 and plan.branches[0].order == tuple(range(16))
-    assert all(f'"letter": "{letter}"' in piece for letter, piece in zip(SLOT_LETTERS, plan.branches[0].pieces,
-                                                                        strict=True))
+    options_text = plan.branches[0].texts[0].text
+    assert [options_text.index(f'"letter": "{letter}"') for letter in SLOT_LETTERS] == \
+        sorted(options_text.index(f'"letter": "{letter}"') for letter in SLOT_LETTERS)
 
 
 def test_knobs_default_and_validate():
     parsed = request(["a", "b"])
-    assert (parsed.temperature, parsed.debias) == (1.0, Debias.NONE)
+    assert (parsed.temperature, parsed.debias, parsed.scoring) == (1.0, Debias.NONE, None)
+    assert request(["a", "b"], scoring="pmi").scoring is Scoring.PMI
+    with pytest.raises(RequestError) as unknown:
+        request(["a", "b"], scoring="letter")
+    assert unknown.value.field == "scoring"
     with pytest.raises(RequestError) as caught:
         request(["a", "b"], temperature=-1)
     assert caught.value.field == "temperature"

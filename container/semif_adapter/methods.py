@@ -1,0 +1,223 @@
+"""Scoring methods: how a decision becomes prompts, which logits they need, and the raw score of each option.
+
+- `letters` (SemIf's method): the options under slot letters; an option's score is its letter's logit at the
+  prompt's last position (averaged over the rotations with debias=permute).
+- `likelihood` (the "cloze" form of multiple choice): each option's text scored as the assistant's answer, the sum
+  of its tokens' log-probabilities, the turn's end token included (so "Yes" does not win over "Yes, but ..." for
+  being a prefix of it). Order-invariant by construction: options are listed and scored in a canonical order.
+- `pmi` (domain-conditional PMI, Holtzman et al. 2021): `likelihood` minus the same answer's log-probability
+  under a content-free evidence. The baseline depends only on the criterion and the options, so it is computed
+  once for them and kept (`BaselineCache`); it removes what makes an answer likely whatever the evidence says.
+
+Every method goes through the same tokenizer and engine, hence the same prefix cache and the same guarantees.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .kv_engine import DecisionEngine, EngineResult, Reads
+from .prompt import ChatFrame, PromptPlan, answers_plan, letters_plan
+from .request_schema import DecisionRequest
+from .tokens import PlanTokens, PromptTokenizer
+
+BASELINE_CACHE_ENTRIES = 4096
+
+
+@dataclass(frozen=True)
+class Work:
+    """Tokenizer + engine, the one path every method evaluates its prompts through."""
+
+    tokenizer: PromptTokenizer
+    engine: DecisionEngine
+
+    def run(self, plan: PromptPlan, reads_for: ReadsBuilder) -> tuple[PlanTokens, EngineResult, float]:
+        started = time.perf_counter()
+        planned = self.tokenizer.tokens(plan)
+        tokenize_ms = (time.perf_counter() - started) * 1000
+        return planned, self.engine.evaluate(planned, reads_for(planned)), tokenize_ms
+
+
+class ReadsBuilder(Protocol):
+    def __call__(self, planned: PlanTokens) -> Reads: ...
+
+
+@dataclass(frozen=True)
+class Effort:
+    """What one decision cost, summed over the prompts it needed."""
+
+    prompt_tokens: int
+    evaluated_tokens: int
+    cached_tokens: int
+    cache_source: str
+    tokenize_ms: float
+    restore_ms: float
+    forward_ms: float
+
+    @classmethod
+    def of(cls, result: EngineResult, tokenize_ms: float) -> Effort:
+        return cls(result.prompt_tokens, result.evaluated_tokens, result.cached_tokens, result.cache_source,
+                   tokenize_ms, result.restore_ms, result.forward_ms)
+
+    def plus(self, other: Effort) -> Effort:
+        """The main prompt's facts, with the other prompt's work added (pmi's baseline)."""
+        return Effort(self.prompt_tokens, self.evaluated_tokens + other.evaluated_tokens, self.cached_tokens,
+                      self.cache_source, self.tokenize_ms + other.tokenize_ms, self.restore_ms + other.restore_ms,
+                      self.forward_ms + other.forward_ms)
+
+
+@dataclass(frozen=True)
+class PromptId:
+    """Which prompt produced a score: small enough to keep with cached results (the plan holds the state)."""
+
+    version: str
+    sha256: str
+
+    @classmethod
+    def of(cls, plan: PromptPlan) -> PromptId:
+        return cls(plan.version, plan.sha256)
+
+
+@dataclass(frozen=True)
+class MethodScores:
+    """Raw per-option scores in request order, and what calibration and warnings need to know."""
+
+    option_logits: np.ndarray  # float64, request order
+    orders: tuple[tuple[int, ...], ...]  # letters: each branch's order (slot -> option index); else empty
+    allowed_token_mass: float | None  # letters: share of next-token probability on the option letters
+    prompt: PromptId
+    effort: Effort
+    baseline_cached: bool | None = None  # pmi: whether the content-free baseline was already known
+
+
+class Method(Protocol):
+    name: str
+
+    def score(self, request: DecisionRequest, work: Work) -> MethodScores: ...
+
+
+class Letters:
+    name = "letters"
+
+    def __init__(self, frame: ChatFrame, slot_tokens: list[int]) -> None:
+        self.frame, self.slot_tokens = frame, tuple(slot_tokens)
+
+    def plan(self, request: DecisionRequest) -> PromptPlan:
+        return letters_plan(self.frame, request)
+
+    def score(self, request: DecisionRequest, work: Work) -> MethodScores:
+        plan = self.plan(request)
+        count = len(request.decision.options)
+        letters = self.slot_tokens[:count]
+        planned, result, tokenize_ms = work.run(
+            plan, lambda p: Reads(common=None, branches=tuple({len(b) - 1: letters} for b in p.branches)))
+        totals = np.zeros(count, dtype=np.float64)
+        mass = 0.0
+        for branch, rows, tokens in zip(plan.branches, result.branches, planned.branches, strict=True):
+            row = rows[len(tokens) - 1]
+            values = row.values.astype(np.float64)
+            totals[list(branch.order)] += values
+            mass += float(np.exp(np.logaddexp.reduce(values) - row.log_normalizer))
+        return MethodScores(option_logits=totals / len(plan.branches),
+                            orders=tuple(branch.order for branch in plan.branches),
+                            allowed_token_mass=min(1.0, mass / len(plan.branches)), prompt=PromptId.of(plan),
+                            effort=Effort.of(result, tokenize_ms))
+
+
+def answer_reads(planned: PlanTokens) -> Reads:
+    """Each answer token's log-probability: the first from the common part's end, the others inside the branch."""
+    return Reads(common=tuple(tokens[0] for tokens in planned.branches),
+                 branches=tuple({j: (tokens[j + 1],) for j in range(len(tokens) - 1)} for tokens in planned.branches))
+
+
+def answer_log_probs(request: DecisionRequest, plan: PromptPlan, planned: PlanTokens,
+                     result: EngineResult) -> np.ndarray:
+    """Summed log-probability of each option's answer tokens, in request order."""
+    assert result.common is not None
+    first = result.common.log_probs()
+    scores = np.zeros(len(request.decision.options), dtype=np.float64)
+    for position, (branch, rows, tokens) in enumerate(zip(plan.branches, result.branches, planned.branches,
+                                                          strict=True)):
+        total = float(first[position])
+        for j in range(len(tokens) - 1):
+            total += float(rows[j].log_probs()[0])
+        scores[branch.order[0]] = total
+    return scores
+
+
+class Likelihood:
+    name = "likelihood"
+
+    def __init__(self, frame: ChatFrame) -> None:
+        self.frame = frame
+
+    def plan(self, request: DecisionRequest, content_free: bool = False) -> PromptPlan:
+        return answers_plan(self.frame, request, content_free=content_free)
+
+    def answers(self, request: DecisionRequest, work: Work,
+                content_free: bool = False) -> tuple[np.ndarray, PromptPlan, Effort]:
+        plan = self.plan(request, content_free)
+        planned, result, tokenize_ms = work.run(plan, answer_reads)
+        return answer_log_probs(request, plan, planned, result), plan, Effort.of(result, tokenize_ms)
+
+    def score(self, request: DecisionRequest, work: Work) -> MethodScores:
+        scores, plan, effort = self.answers(request, work)
+        return MethodScores(option_logits=scores, orders=(), allowed_token_mass=None, prompt=PromptId.of(plan),
+                            effort=effort)
+
+
+BaselineKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+class BaselineCache:
+    """pmi's content-free log-probabilities by option id, keyed by the criterion and the options (by id)."""
+
+    def __init__(self, entries: int = BASELINE_CACHE_ENTRIES) -> None:
+        self._entries: OrderedDict[BaselineKey, dict[str, float]] = OrderedDict()
+        self._limit = entries
+
+    @staticmethod
+    def key(request: DecisionRequest) -> BaselineKey:
+        """Any order of the same options has the same key: the baseline prompt lists them in canonical order."""
+        decision = request.decision
+        return decision.question, tuple(sorted((o.id, o.description) for o in decision.options))
+
+    def get(self, key: BaselineKey) -> dict[str, float] | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: BaselineKey, scores: dict[str, float]) -> None:
+        self._entries[key] = scores
+        while len(self._entries) > self._limit:
+            self._entries.popitem(last=False)
+
+
+class Pmi:
+    name = "pmi"
+
+    def __init__(self, likelihood: Likelihood, baselines: BaselineCache | None = None) -> None:
+        self.likelihood = likelihood
+        self.baselines = baselines or BaselineCache()
+
+    def score(self, request: DecisionRequest, work: Work) -> MethodScores:
+        options = request.decision.options
+        key = self.baselines.key(request)
+        baseline = self.baselines.get(key)
+        extra: Effort | None = None
+        cached = baseline is not None
+        if baseline is None:  # before the main prompt, so the KV cache ends up holding the caller's state
+            values, _, extra = self.likelihood.answers(request, work, content_free=True)
+            baseline = {option.id: float(value) for option, value in zip(options, values, strict=True)}
+            self.baselines.put(key, baseline)
+        scores, plan, effort = self.likelihood.answers(request, work)
+        offsets = np.array([baseline[option.id] for option in options], dtype=np.float64)
+        return MethodScores(option_logits=scores - offsets, orders=(), allowed_token_mass=None,
+                            prompt=PromptId.of(plan), effort=effort.plus(extra) if extra else effort,
+                            baseline_cached=cached)

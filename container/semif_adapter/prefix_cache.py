@@ -1,0 +1,112 @@
+"""Host-memory cache of evaluated prompt prefixes: the KV bytes of sequence 0, LRU, bounded in bytes.
+
+Interleaved traffic (many tickets at once, several questions about each) evicts a single KV cache's prefix on
+every request; keeping the KV state of many prefixes in host memory turns each re-visit of a state into a
+restore of a few milliseconds instead of a re-evaluation of hundreds of tokens. A restored prefix holds the same
+bytes the evaluation wrote, in the same cells, so the scores after a restore are bit-identical to the scores
+after evaluating it. Heads (template + system text, one per scoring method) are pinned: never evicted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+MIN_RESERVE_BYTES = 512 * 1024 * 1024  # Python, the HTTP server, request bodies and their tokens
+DEFAULT_SHARE = 0.5  # of what the model and the context leave of the memory limit
+DEFAULT_MAX_BYTES = 16 * 1024 ** 3
+KEY_OVERHEAD_BYTES = 256  # per entry, beyond its texts and KV bytes
+
+
+@dataclass(frozen=True)
+class SavedPrefix:
+    data: ctypes.Array[ctypes.c_uint8]  # llama_state_seq_get_data of sequence 0
+    tokens: int
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+def _charge(key: tuple[str, ...], saved: SavedPrefix) -> int:
+    return saved.size + sum(len(text) for text in key) + KEY_OVERHEAD_BYTES
+
+
+class PrefixCache:
+    """LRU by bytes; `put` of an entry larger than the whole budget is refused (it would evict everything)."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self._entries: OrderedDict[tuple[str, ...], SavedPrefix] = OrderedDict()
+        self._pinned: dict[tuple[str, ...], SavedPrefix] = {}
+        self.bytes = 0
+        self.hits = self.misses = self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._entries) + len(self._pinned)
+
+    def get(self, key: tuple[str, ...]) -> SavedPrefix | None:
+        saved = self._pinned.get(key) or self._entries.get(key)
+        if saved is None:
+            self.misses += 1
+            return None
+        if key in self._entries:
+            self._entries.move_to_end(key)
+        self.hits += 1
+        return saved
+
+    def put(self, key: tuple[str, ...], saved: SavedPrefix, *, pinned: bool = False) -> bool:
+        """Keep `saved` under `key`; False when it does not fit the budget (pinned entries always fit)."""
+        if key in self._entries or key in self._pinned:
+            return True
+        charge = _charge(key, saved)
+        if pinned:
+            self._pinned[key] = saved
+            self.bytes += charge
+            return True
+        if charge > self.budget:
+            return False
+        self._entries[key] = saved
+        self.bytes += charge
+        while self.bytes > self.budget and self._entries:
+            old_key, old = self._entries.popitem(last=False)
+            self.bytes -= _charge(old_key, old)
+            self.evictions += 1
+        return key in self._entries
+
+    def wants(self, key: tuple[str, ...], size: int) -> bool:
+        """Whether an entry of about `size` bytes would be kept: skip copying one that would not."""
+        return key not in self._entries and size + KEY_OVERHEAD_BYTES <= self.budget
+
+    def stats(self) -> dict[str, int]:
+        return {"entries": len(self), "bytes": self.bytes, "budget": self.budget, "hits": self.hits,
+                "misses": self.misses, "evictions": self.evictions}
+
+
+def memory_limit() -> int | None:
+    """The container's memory limit (cgroup v2, then v1), else the machine's memory; None when unknown."""
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            raw = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and int(raw) < 1 << 60:  # v1 reports an absurd number when unlimited
+            return int(raw)
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def default_budget(model_bytes: int, context_bytes: int, limit: int | None = None) -> int:
+    """Half of what the memory limit leaves after the model, the context's KV cache and a reserve; at most 16 GiB."""
+    limit = memory_limit() if limit is None else limit
+    if limit is None:
+        return 0
+    spare = limit - model_bytes - context_bytes - MIN_RESERVE_BYTES
+    return int(max(0, min(DEFAULT_MAX_BYTES, spare * DEFAULT_SHARE)))

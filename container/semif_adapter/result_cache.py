@@ -1,0 +1,51 @@
+"""Identical requests answered from memory: the raw scores of recent decisions, keyed by what determines them.
+
+A decision's raw scores depend only on the model (fixed per process), the method, `debias` and the decision's
+text (state, criterion, options in order); temperature and calibration are applied afterwards, so they are not
+part of the key. Keeping the raw scores, not the rendered answer, makes a repeat bit-identical by construction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+
+from .methods import MethodScores
+from .prompt import canonical_state
+from .request_schema import DecisionRequest
+
+
+def result_key(request: DecisionRequest, method: str) -> bytes:
+    """A digest of every text that determines the scores, each JSON-quoted so no two decisions share one."""
+    decision = request.decision
+    hasher = hashlib.sha256(json.dumps([method, request.debias.value]).encode())
+    hasher.update(canonical_state(decision.state).encode())  # JSON already: the one copy of a large state
+    for text in (decision.question, *(part for o in decision.options for part in (o.id, o.description))):
+        hasher.update(b"\x00" + json.dumps(text, ensure_ascii=False).encode())
+    return hasher.digest()
+
+
+class ResultCache:
+    """LRU by count; entries are small (no texts: a digest key and a few numbers per option)."""
+
+    def __init__(self, entries: int) -> None:
+        self._entries: OrderedDict[bytes, MethodScores] = OrderedDict()
+        self._limit = entries
+        self.hits = self.misses = 0
+
+    def get(self, key: bytes) -> MethodScores | None:
+        found = self._entries.get(key)
+        if found is None:
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return found
+
+    def put(self, key: bytes, scores: MethodScores) -> None:
+        if self._limit <= 0:
+            return
+        self._entries[key] = scores
+        while len(self._entries) > self._limit:
+            self._entries.popitem(last=False)
