@@ -112,6 +112,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--port and --prefix apply to --local only")
     if args.region and not args.endpoint:
         parser.error("--region applies to --endpoint only")
+    if args.debias == "permute" and any(method != "letters" for method in args.scoring or []):
+        parser.error("--debias permute applies to letters only (the other methods score each option's text, "
+                     "whatever its position)")
     return args
 
 

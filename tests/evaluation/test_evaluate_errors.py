@@ -110,6 +110,7 @@ def test_an_aws_endpoint_without_a_region_exits_1_in_one_line(tmp_path: Path) ->
     (["--temperature", "0"], "expected a number > 0"),
     (["--debias", "shuffle"], "invalid choice"),
     (["--port", "9000"], "--port and --prefix apply to --local only"),
+    (["--scoring", "letters,pmi", "--debias", "permute"], "--debias permute applies to letters only"),
 ])
 def test_usage_errors_exit_2(args: list[str], message: str) -> None:
     result = evaluate(str(SMALL), "--endpoint-url", closed_url(), *args)
