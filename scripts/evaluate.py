@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -129,11 +130,9 @@ def make_target(args: argparse.Namespace) -> Target:
 def build_document(args: argparse.Namespace, case_file: CaseFile, target: Target,
                    results: dict[str, list[Scored]]) -> dict[str, Any]:
     first = next(iter(results.values()))[0].decision.details
-    kinds: dict[str, int] = {}
-    for case in case_file.cases:
-        kinds[case.kind] = kinds.get(case.kind, 0) + 1
+    kinds = Counter(case.kind for case in case_file.cases)
     return {"cases": {"path": str(case_file.path), "sha256": case_file.sha256, "n": len(case_file.cases),
-                      "kinds": kinds},
+                      "kinds": dict(kinds)},
             "target": target.description,
             "request": {"temperature": args.temperature, "debias": args.debias, "order_flip": not args.no_flip},
             "model": first.get("model"), "prompt": first.get("prompt"),
