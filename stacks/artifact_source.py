@@ -22,7 +22,7 @@ from semif_adapter.model_files import ModelFileError
 from .config import ConfigError, EmbeddedModel, GgufModel, S3Model, TarballModel
 
 INDEX_FILE = "index.json"
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: the model's trained context is remembered too
 MODEL_DIR = PurePosixPath("/opt/ml/model")  # where SageMaker unpacks model.tar.gz
 
 
@@ -36,6 +36,7 @@ class LocalArtifact:
     model_bytes: int
     tarball_bytes: int
     model_sha256: str
+    context_length: int | None  # the model's trained context, from its GGUF header
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,11 @@ class RemoteArtifact:
     key: str
     model_file: PurePosixPath
     model_bytes: int | None
-    model_sha256: str | None  # the config's content pin, when pinned by content
+    model_sha256: str | None  # the config's digest (content pin), verified by every decision instance
     version_id: str | None
     kms_key_arn: str | None
+    bucket_owner: str | None  # None: the deploying account
+    context_length: int | None = None  # as declared in the config
 
 
 Artifact = LocalArtifact | RemoteArtifact
@@ -66,6 +69,7 @@ class _Entry:
     model_bytes: int
     tarball_sha256: str
     tarball_bytes: int
+    context_length: int | None
 
 
 class ArtifactCache:
@@ -147,7 +151,8 @@ class ArtifactCache:
 def _entry(report: ArtifactReport, stat: os.stat_result, kind: str) -> _Entry:
     return _Entry(size=stat.st_size, mtime_ns=stat.st_mtime_ns, kind=kind, model_sha256=report.model_sha256,
                   model_file=str(report.layout.model), model_bytes=report.model_bytes,
-                  tarball_sha256=report.tarball_sha256, tarball_bytes=report.tarball_bytes)
+                  tarball_sha256=report.tarball_sha256, tarball_bytes=report.tarball_bytes,
+                  context_length=report.info.context_length)
 
 
 def _local(tarball: Path, entry: _Entry) -> LocalArtifact:
@@ -156,7 +161,7 @@ def _local(tarball: Path, entry: _Entry) -> LocalArtifact:
                   else f"tarball:{entry.tarball_sha256}")
     return LocalArtifact(tarball=tarball, asset_hash=asset_hash, model_file=PurePosixPath(entry.model_file),
                          model_bytes=entry.model_bytes, tarball_bytes=entry.tarball_bytes,
-                         model_sha256=entry.model_sha256)
+                         model_sha256=entry.model_sha256, context_length=entry.context_length)
 
 
 def prepare_artifact(source: EmbeddedModel | GgufModel | TarballModel | S3Model, *, key: str, base_dir: Path,
@@ -165,8 +170,8 @@ def prepare_artifact(source: EmbeddedModel | GgufModel | TarballModel | S3Model,
     if isinstance(source, S3Model):
         return RemoteArtifact(bucket=source.bucket, key=source.key, model_file=PurePosixPath(source.model_file),
                               model_bytes=source.model_bytes, model_sha256=source.sha256,
-                              version_id=source.version_id,
-                              kms_key_arn=source.kms_key_arn)
+                              version_id=source.version_id, kms_key_arn=source.kms_key_arn,
+                              bucket_owner=source.bucket_owner, context_length=source.context_length)
     try:
         if isinstance(source, EmbeddedModel):
             return cache.packaged(embedded_model_path())

@@ -8,7 +8,7 @@ from pathlib import Path
 from aws_cdk import App
 
 from .artifact_source import ArtifactCache, prepare_artifact
-from .config import CONTEXT_KEY, ENV_CONTEXT_KEY, load_deployment
+from .config import CONTEXT_KEY, ENV_CONTEXT_KEY, ConfigError, check_model_fit, load_deployment
 from .nag import add_checks
 from .semif_stack import SemifStack
 
@@ -19,10 +19,16 @@ CONTAINER_DIR = REPO_ROOT / "container"
 
 def build_app(app: App, *, repo_root: Path = REPO_ROOT, cache_dir: Path = CACHE_DIR,
               container_dir: Path = CONTAINER_DIR) -> SemifStack:
-    """Validate the config (ConfigError names the key), prepare the artifact, add the stack and cdk-nag."""
+    """Validate the config (ConfigError names the key), prepare the artifact and check the model fits the
+    instances and contexts, add the stack and cdk-nag."""
     deployment = load_deployment(app.node.try_get_context(CONTEXT_KEY), app.node.try_get_context(ENV_CONTEXT_KEY))
-    artifact = prepare_artifact(deployment.env.model, key=f"environments.{deployment.env_name}.model",
-                                base_dir=repo_root, cache=ArtifactCache(cache_dir))
+    prefix = f"environments.{deployment.env_name}"
+    artifact = prepare_artifact(deployment.env.model, key=f"{prefix}.model", base_dir=repo_root,
+                                cache=ArtifactCache(cache_dir))
+    problems = check_model_fit(deployment.env, model_bytes=artifact.model_bytes,
+                               context_length=artifact.context_length)
+    if problems:
+        raise ConfigError([(f"{prefix}.{key}", message) for key, message in problems])
     stack = SemifStack(app, deployment, artifact, container_dir=container_dir,
                        account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
     add_checks(app)

@@ -1,6 +1,6 @@
 """The bucket that receives endpoint data capture, only created when an endpoint turns capture on.
 
-Captured requests and responses are user data: encrypted with the stack's KMS key, TLS-only, never public,
+Captured requests and responses are user data: encrypted with the stack's data key, TLS-only, never public,
 and with server access logs in a second bucket (which, being the log sink, cannot log to itself).
 """
 
@@ -11,7 +11,11 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from .nag import acknowledge
+from .nag import NIST, acknowledge
+
+# Captured requests are a sample kept for a limited time to look at, not a record that must outlive a region.
+NOT_REPLICATED = ("captured data is a sample of requests kept {days} days for analysis, not a record that must "
+                  "survive a regional outage; a replica would copy user data to a second place and outlive the expiry")
 
 
 class CaptureBucket(Construct):
@@ -27,11 +31,16 @@ class CaptureBucket(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         log_sink = "this is the server access log destination of the capture bucket; logging it to itself would loop"
+        log_versions = (f"S3 log delivery writes each log object once and they expire after {expire_days} days; "
+                        "versioning would only keep deleted logs")
         acknowledge(self.access_logs, {
             "AwsSolutions-S1": log_sink,
             "CKV_AWS_18": log_sink,
-            "CKV_AWS_21": f"S3 log delivery writes each log object once and they expire after {expire_days} days; "
-                          "versioning would only keep deleted logs",
+            "CKV_AWS_21": log_versions,
+            f"{NIST}S3BucketVersioningEnabled": log_versions,
+            f"{NIST}S3BucketReplicationEnabled": NOT_REPLICATED.format(days=expire_days),
+            f"{NIST}S3DefaultEncryptionKMS": "S3 server access log delivery only writes to buckets encrypted with "
+                                             "S3-managed keys (SSE-S3); the logs hold request metadata, no bodies",
         })
         self.bucket = s3.Bucket(
             self, "Bucket",
@@ -46,7 +55,10 @@ class CaptureBucket(Construct):
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(expire_days))],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        versions = (f"SageMaker writes each capture file once under a unique name and they expire after "
+                    f"{expire_days} days; versioning would keep deleted user data past that expiry")
         acknowledge(self.bucket, {
-            "CKV_AWS_21": f"SageMaker writes each capture file once under a unique name and they expire after "
-                          f"{expire_days} days; versioning would keep deleted user data past that expiry",
+            "CKV_AWS_21": versions,
+            f"{NIST}S3BucketVersioningEnabled": versions,
+            f"{NIST}S3BucketReplicationEnabled": NOT_REPLICATED.format(days=expire_days),
         })

@@ -8,6 +8,7 @@ half-written `staging` entry does not block `-c env=dev`.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,11 +18,18 @@ from typing import Annotated, Any, Literal
 from aws_cdk.region_info import RegionInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from semif_adapter.llama_flags import CONSUMED, PREFIX, FlagError, check_setting
+from semif_adapter.llama_flags import CONSUMED, CONTROL_CHARACTER, PREFIX, FlagError, check_setting
 from semif_adapter.model_files import MAX_DEPTH, MODEL_SUFFIX, is_projector
-from semif_adapter.settings import SEMIF_PREFIX, SettingsError, load_settings
+from semif_adapter.settings import (
+    ABORT_GRACE_SECONDS,
+    SAGEMAKER_STOP_SECONDS,
+    SEMIF_KEYS,
+    SEMIF_PREFIX,
+    SettingsError,
+    load_settings,
+)
 
-from .instances import Accelerator, InstanceTypeError, describe_instance, inference_ami_versions
+from .instances import Accelerator, InstanceTypeError, describe_instance, inference_ami_versions, instance_memory
 
 CONTEXT_KEY = "semif"  # cdk.json: context.semif = {app_name, environments: {NAME: {...}}}
 ENV_CONTEXT_KEY = "env"  # cdk synth -c env=NAME
@@ -36,13 +44,41 @@ GPU_LAYERS_ALL = "999"
 STACK_OWNED_LLAMA = CONSUMED
 MODEL_SHA256_KEY = SEMIF_PREFIX + "MODEL_SHA256"  # the adapter's check of the model it loads
 STACK_OWNED_SEMIF = frozenset({MODEL_SHA256_KEY})
-# Model downloads at start-up: the artifact is the model, and network isolation blocks them anyway.
-DOWNLOAD_FLAGS = re.compile(r"^(HF|MODEL_URL|DOCKER_REPO)(_|$)")
 # Environment variables are returned by DescribeModel to anyone allowed to call it: never a secret there.
+# These two patterns are the one secret detector of the configuration (llama_env, decision.env, build args).
 SECRET_WORDS = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|PASSWD|PRIVATE_KEY)(_|$)")
-# Values that are credentials whatever their key: AWS access key ids, PEM private keys, common API tokens.
-SECRET_VALUES = re.compile(r"\b(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-                           r"|\b(gh[pousr]_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,})\b")
+# Values that are credentials whatever their key.
+SECRET_VALUES = re.compile(
+    r"\b(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"  # AWS access key id
+    r"|(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[0-9])"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"  # AWS secret access key: 40 base64 characters, mixed case and digits
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|\b(gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22,}|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,})\b"
+    r"|\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"  # a password in a URL: scheme://user:password@host
+    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # a JSON Web Token (header.payload.signature)
+)
+
+
+def looks_like_secret(name: str, value: str) -> bool:
+    """A secret-looking variable name or a credential-looking value (the configuration's one detector)."""
+    return bool(SECRET_WORDS.search(name.upper()) or SECRET_VALUES.search(value))
+
+
+# Adapter settings are single-line values; SEMIF_CALIBRATION is JSON, so JSON's whitespace is allowed there.
+JSON_SETTINGS = frozenset({SEMIF_PREFIX + "CALIBRATION"})
+ALL_INTERFACES = frozenset({"0.0.0.0", "::"})
+HOST_KEY = SEMIF_PREFIX + "HOST"
+DRAIN_KEY = SEMIF_PREFIX + "DRAIN_SECONDS"
+MAX_DRAIN_SECONDS = int(SAGEMAKER_STOP_SECONDS - ABORT_GRACE_SECONDS)  # SIGKILL comes 30 s after SIGTERM
+CTX_SIZE_KEY = PREFIX + "CTX_SIZE"
+GPU_LAYERS_KEY = PREFIX + "N_GPU_LAYERS"
+# Context extension is intended when one of these is set: then a context beyond the trained one is not refused.
+CONTEXT_EXTENSION_KEYS = frozenset(PREFIX + k for k in ("ROPE_SCALE", "ROPE_SCALING", "ROPE_FREQ_SCALE",
+                                                        "YARN_ORIG_CTX"))
+MAX_INSTANCES = 100  # the same cap as instance_count
+# CloudWatch: an alarm evaluates at most one day of data (Period x EvaluationPeriods <= 86,400 s).
+ALARM_WINDOW_MAX_SECONDS = 86_400
+LATENCY_MAX_MS = 3_600_000  # an hour: no invocation runs that long, and CloudWatch gets a finite threshold
 # CloudWatch Logs retention periods (days) and their aws_logs.RetentionDays member names.
 LOG_RETENTION_DAYS = {
     1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS", 30: "ONE_MONTH",
@@ -104,7 +140,10 @@ class S3Model(_Strict):
 
     Pinned by content (`sha256`, the model's digest as printed by the packaging script, which must appear in
     the object key: a content-addressed key cannot silently change) or by `version_id` (checked against the
-    object's current version at deploy time, since SageMaker itself always reads the current version).
+    object's current version at deploy time, since SageMaker itself always reads the current version); a
+    version pin may also give `sha256`. The digest, when given, is what every decision instance verifies
+    before it loads the model. The bucket must belong to `bucket_owner` (default: the deploying account);
+    the execution roles may read it only there, and the deployment checks it.
     """
 
     source: Literal["s3"]
@@ -113,12 +152,15 @@ class S3Model(_Strict):
     version_id: str | None = None
     model_file: str = Field(description="path of the .gguf inside the tarball, e.g. model.gguf")
     model_bytes: int | None = Field(None, gt=0, description="size of the .gguf; sizes the start-up timeouts")
+    context_length: int | None = Field(None, gt=0, description="the model's trained context (its GGUF header)")
     kms_key_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]{36}$")
+    bucket_owner: str | None = Field(None, pattern=r"^\d{12}$",
+                                     description="account that owns the bucket, when it is not the deploying one")
 
     @field_validator("uri")
     @classmethod
     def _uri(cls, value: str) -> str:
-        match = _S3_URI.match(value)
+        match = _S3_URI.fullmatch(value)
         if match is None or match["key"].endswith("/"):
             raise ValueError(f"{value!r} is not an s3://bucket/key URI of one object")
         return value
@@ -139,23 +181,27 @@ class S3Model(_Strict):
             raise ValueError("an existing S3 object must be pinned: give sha256 (content-addressed key) "
                              "or version_id (versioned bucket)")
         if self.sha256 is not None:
-            if not _SHA256.match(self.sha256):
+            if not _SHA256.fullmatch(self.sha256):
                 raise ValueError(f"sha256 {self.sha256!r} is not 64 lower-case hex digits")
-            if self.sha256 not in self.key:
+            if self.version_id is None and self.sha256 not in self.key:
                 raise ValueError(f"sha256 pinning needs a content-addressed key: {self.key!r} does not contain "
                                  f"{self.sha256}; upload to e.g. models/{self.sha256}/model.tar.gz")
-        if self.version_id is not None and (not _VERSION_ID.match(self.version_id) or self.version_id == "null"):
+        if self.version_id is not None and (not _VERSION_ID.fullmatch(self.version_id) or self.version_id == "null"):
             raise ValueError(f"version_id {self.version_id!r} is not an S3 version id (the bucket must be "
                              "versioned; 'null' means it is not)")
         return self
 
     @property
     def bucket(self) -> str:
-        return _S3_URI.match(self.uri)["bucket"]  # type: ignore[index]
+        return _S3_URI.fullmatch(self.uri)["bucket"]  # type: ignore[index]
 
     @property
     def key(self) -> str:
-        return _S3_URI.match(self.uri)["key"]  # type: ignore[index]
+        return _S3_URI.fullmatch(self.uri)["key"]  # type: ignore[index]
+
+    @property
+    def kms_key_region(self) -> str | None:
+        return self.kms_key_arn.split(":")[3] if self.kms_key_arn else None
 
 
 ModelSource = Annotated[EmbeddedModel | GgufModel | TarballModel | S3Model, Field(discriminator="source")]
@@ -170,11 +216,14 @@ class DlcImage(_Strict):
 
 
 class Autoscaling(_Strict):
-    """Target tracking on SageMakerVariantInvocationsPerInstance (invocations per instance per minute)."""
+    """Target tracking on SageMakerVariantInvocationsPerInstance (invocations per instance per minute).
 
-    min_instances: int = Field(ge=1)
-    max_instances: int = Field(ge=1)
-    target_invocations_per_instance: float = Field(gt=0)
+    The metric counts whole invocations per minute: a target below one would scale out on any traffic.
+    """
+
+    min_instances: int = Field(ge=1, le=MAX_INSTANCES)
+    max_instances: int = Field(ge=1, le=MAX_INSTANCES)
+    target_invocations_per_instance: float = Field(ge=1, le=1_000_000, allow_inf_nan=False)
     scale_in_cooldown_s: int = Field(300, ge=0, le=3600)
     scale_out_cooldown_s: int = Field(60, ge=0, le=3600)
 
@@ -189,12 +238,21 @@ class Autoscaling(_Strict):
 class Alarms(_Strict):
     """CloudWatch alarms of one endpoint; with auto_rollback the error alarms also guard its deployments."""
 
-    latency_p90_ms: float = Field(gt=0, description="ModelLatency p90 above this for evaluation_periods")
-    errors_5xx: int = Field(1, ge=1, description="Invocation5XXErrors per period at or above this")
-    model_errors: int = Field(1, ge=1, description="InvocationModelErrors per period at or above this")
+    latency_p90_ms: float = Field(gt=0, le=LATENCY_MAX_MS, allow_inf_nan=False,
+                                  description="ModelLatency p90 above this for evaluation_periods")
+    errors_5xx: int = Field(1, ge=1, le=1_000_000, description="Invocation5XXErrors per period at or above this")
+    model_errors: int = Field(1, ge=1, le=1_000_000, description="InvocationModelErrors per period at or above this")
     period_s: int = Field(60, ge=60, le=3600, multiple_of=60)
     evaluation_periods: int = Field(3, ge=1, le=60)
     auto_rollback: bool = False
+
+    @model_validator(mode="after")
+    def _window(self) -> Alarms:
+        window = self.period_s * self.evaluation_periods
+        if window > ALARM_WINDOW_MAX_SECONDS:
+            raise ValueError(f"period_s x evaluation_periods is {self.period_s} x {self.evaluation_periods} = "
+                             f"{window} s; CloudWatch evaluates at most one day ({ALARM_WINDOW_MAX_SECONDS} s)")
+        return self
 
 
 class DataCapture(_Strict):
@@ -226,7 +284,7 @@ class Endpoint(_Strict):
 def _resource_ids(value: list[str], prefix: str, noun: str) -> list[str]:
     """Refuse the first item that is not an EC2 resource id `prefix-` + 8 to 17 hex digits (one check, three lists)."""
     for item in value:
-        if not re.match(rf"^{prefix}-[0-9a-f]{{8,17}}$", item):
+        if not re.fullmatch(rf"{prefix}-[0-9a-f]{{8,17}}", item):
             raise ValueError(f"{item!r} is not a {noun} id ({prefix}-...)")
     return value
 
@@ -321,8 +379,8 @@ class Environment(_Strict):
         return merged
 
 
-_APP_NAME = re.compile(r"^[a-z][a-z0-9-]{0,23}$")
-_ENV_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+_APP_NAME = re.compile(r"[a-z][a-z0-9-]{0,23}")  # used with fullmatch: a trailing newline is not a name
+_ENV_NAME = re.compile(r"[a-z][a-z0-9]{0,11}")
 
 
 @dataclass(frozen=True)
@@ -356,7 +414,7 @@ def load_deployment(context: Mapping[str, Any] | None, env_name: str | None) -> 
         raise ConfigError([(CONTEXT_KEY, "missing from cdk.json context (see README.md, 'Deploying to AWS')")])
     app_name = context.get("app_name")
     environments = context.get("environments")
-    if not isinstance(app_name, str) or not _APP_NAME.match(app_name):
+    if not isinstance(app_name, str) or not _APP_NAME.fullmatch(app_name):
         raise ConfigError([("app_name", f"{app_name!r} must be lower-case letters, digits and '-', "
                                         "starting with a letter, at most 24 characters")])
     if not isinstance(environments, Mapping) or not environments:
@@ -366,7 +424,7 @@ def load_deployment(context: Mapping[str, Any] | None, env_name: str | None) -> 
     if env_name not in environments:
         raise ConfigError([(ENV_CONTEXT_KEY, f"unknown environment {env_name!r}; cdk.json defines "
                                              f"{sorted(environments)}")])
-    if not _ENV_NAME.match(env_name):
+    if not _ENV_NAME.fullmatch(env_name):
         raise ConfigError([(f"environments.{env_name}", "environment names are lower-case letters and digits, "
                                                         "starting with a letter, at most 12 characters")])
     prefix = f"environments.{env_name}"
@@ -387,10 +445,20 @@ def check_environment(env: Environment) -> list[tuple[str, str]]:
     if RegionInfo.get(env.region).dlc_repository_account is None:
         problems.append(("region", f"CDK knows no Deep Learning Containers registry in {env.region}"))
     problems += _check_accelerator(env)
+    problems += _check_model_source(env)
     for kind in ENDPOINT_KINDS:
         problems += _check_endpoint(env, kind)
     problems += _check_llama_env("llama_env", env.llama_env)
     return problems
+
+
+def _check_model_source(env: Environment) -> list[tuple[str, str]]:
+    model = env.model
+    if isinstance(model, S3Model) and model.kms_key_region not in (None, env.region):
+        return [("model.kms_key_arn", f"the key is in {model.kms_key_region}, the stack in {env.region}: S3 "
+                                      "encrypts an object with a key of the bucket's region, and SageMaker reads "
+                                      "model data in its own region; use a key of this region")]
+    return []
 
 
 def _check_accelerator(env: Environment) -> list[tuple[str, str]]:
@@ -436,18 +504,36 @@ def _check_endpoint(env: Environment, kind: EndpointKind) -> list[tuple[str, str
         problems.append(("chat.env", "the chat container (stock DLC) reads only SM_LLAMA_CPP_*; put those in "
                                      "llama_env"))
     for key, value in sorted(endpoint.env.items()):
-        where = f"{kind}.env.{key}"
-        if not key.startswith(SEMIF_PREFIX):
-            problems.append((where, f"adapter settings start with {SEMIF_PREFIX} (llama.cpp flags go in llama_env)"))
-        elif key in STACK_OWNED_SEMIF:
-            problems.append((where, "set by the stack from the model artifact; remove it"))
-        elif SECRET_WORDS.search(key) or SECRET_VALUES.search(value):
-            problems.append((where, _SECRET_MESSAGE))
-        elif len(value) > ENV_VALUE_MAX:
-            problems.append((where, f"longer than SageMaker's {ENV_VALUE_MAX} characters"))
+        problem = _adapter_setting_problem(key, value)
+        if problem:
+            problems.append((f"{kind}.env.{key}", problem))
     if kind == "decision" and not problems:
         problems += _check_adapter_settings(env)
     return problems
+
+
+def _adapter_setting_problem(key: str, value: str) -> str | None:
+    """Why one `decision.env` entry is refused, or None."""
+    if not key.startswith(SEMIF_PREFIX):
+        return f"adapter settings start with {SEMIF_PREFIX} (llama.cpp flags go in llama_env)"
+    if looks_like_secret(key, value):
+        return _SECRET_MESSAGE
+    if key not in SEMIF_KEYS:
+        close = difflib.get_close_matches(key, list(SEMIF_KEYS), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        return f"not an adapter setting ({hint}the adapter would ignore it); known: {', '.join(sorted(SEMIF_KEYS))}"
+    if key in STACK_OWNED_SEMIF:
+        return "set by the stack from the model artifact; remove it"
+    if len(value) > ENV_VALUE_MAX:
+        return f"longer than SageMaker's {ENV_VALUE_MAX} characters"
+    allowed = "\t\n\r" if key in JSON_SETTINGS else ""
+    if any(CONTROL_CHARACTER.match(c) and c not in allowed for c in value):
+        return "contains a control character (newline, NUL, ...); adapter settings are single-line values"
+    if key == HOST_KEY and value not in ALL_INTERFACES:
+        return (f"{value!r} would bind the adapter to one address only; SageMaker sends requests to the "
+                f"container's port from outside it, so bind all interfaces ({' or '.join(sorted(ALL_INTERFACES))}) "
+                "or leave it unset")
+    return None
 
 
 _SECRET_MESSAGE = ("looks like a secret; container environment variables are shown by DescribeModel to anyone "
@@ -462,13 +548,10 @@ def _check_llama_env(where: str, env: Mapping[str, str]) -> list[tuple[str, str]
             problems.append((at, f"llama_env holds {PREFIX}* flags only (adapter settings go in decision.env)"))
             continue
         name = key[len(PREFIX):]
-        if SECRET_WORDS.search(name) or SECRET_VALUES.search(value):
+        if looks_like_secret(name, value):
             problems.append((at, _SECRET_MESSAGE))
         elif name in STACK_OWNED_LLAMA:
             problems.append((at, "set by the stack from the model artifact (the model path and port are fixed)"))
-        elif DOWNLOAD_FLAGS.match(name):
-            problems.append((at, "the model comes from the artifact; start-up downloads are refused (and "
-                                 "blocked by network isolation)"))
         elif len(value) > ENV_VALUE_MAX:
             problems.append((at, f"longer than SageMaker's {ENV_VALUE_MAX} characters"))
         else:
@@ -483,7 +566,7 @@ def _check_adapter_settings(env: Environment) -> list[tuple[str, str]]:
     """Run the decision adapter's own settings parser on the environment it will get."""
     merged = {**env.llama_env_for("decision"), **env.decision.env}
     try:
-        load_settings(merged)
+        settings = load_settings(merged)
     except SettingsError as error:
         if error.key.startswith(SEMIF_PREFIX):
             section = "decision.env"
@@ -492,4 +575,38 @@ def _check_adapter_settings(env: Environment) -> list[tuple[str, str]]:
         else:
             section = "llama_env"
         return [(f"{section}.{error.key}", str(error).removeprefix(f"{error.key}: "))]
+    if settings.drain_seconds > MAX_DRAIN_SECONDS:
+        return [(f"decision.env.{DRAIN_KEY}",
+                 f"{settings.drain_seconds} s of drain plus {ABORT_GRACE_SECONDS:g} s for an aborted decode to "
+                 f"return do not fit in the {SAGEMAKER_STOP_SECONDS} s SageMaker waits between SIGTERM and SIGKILL; "
+                 f"at most {MAX_DRAIN_SECONDS}")]
     return []
+
+
+def check_model_fit(env: Environment, *, model_bytes: int | None,
+                    context_length: int | None) -> list[tuple[str, str]]:
+    """Rules that need the model's facts (size, trained context): run once the artifact is known.
+
+    The facts are measured for a local model and declared (`model.model_bytes`, `model.context_length`) for an
+    existing S3 object; an unknown fact skips its rule.
+    """
+    problems: list[tuple[str, str]] = []
+    for kind in ENDPOINT_KINDS:
+        endpoint = env.endpoint(kind)
+        llama_env = env.llama_env_for(kind)
+        memory = instance_memory(endpoint.instance_type)
+        if model_bytes is not None and memory is not None:
+            limit, what = memory.model_limit(llama_env.get(GPU_LAYERS_KEY))
+            if model_bytes > limit:
+                problems.append((f"{kind}.instance_type",
+                                 f"{endpoint.instance_type} has {what}; the model is {model_bytes / 2**30:.1f} GiB "
+                                 f"({model_bytes:,} bytes) and cannot be loaded; pick a larger instance type"))
+        ctx = llama_env.get(CTX_SIZE_KEY)
+        if (context_length is not None and ctx and ctx.isdigit() and int(ctx) > context_length
+                and not CONTEXT_EXTENSION_KEYS & set(llama_env)):
+            section = f"{kind}.llama_env" if CTX_SIZE_KEY in endpoint.llama_env else "llama_env"
+            problems.append((f"{section}.{CTX_SIZE_KEY}",
+                             f"{ctx} tokens is more than the model was trained for ({context_length}, from its "
+                             "GGUF header); quality collapses past it unless you set up RoPE scaling "
+                             "(SM_LLAMA_CPP_ROPE_SCALING, ..._ROPE_SCALE)"))
+    return sorted(set(problems))

@@ -200,16 +200,20 @@ class DecisionImage(Construct):
 
     def _waiter(self, build: ImageBuild, log_settings: LogSettings) -> CustomResource:
         """Custom resource that starts the build and completes only when the image is in ECR."""
-        project_statement = iam.PolicyStatement(actions=["codebuild:StartBuild", "codebuild:BatchGetBuilds"],
-                                                resources=[self.project.project_arn])
+        start_statement = iam.PolicyStatement(actions=["codebuild:StartBuild"], resources=[self.project.project_arn])
+        # The check only reads the build: StartBuild (with a buildspec override) would be code execution in the
+        # privileged project, which can push to ECR.
+        check_statement = iam.PolicyStatement(actions=["codebuild:BatchGetBuilds"],
+                                              resources=[self.project.project_arn])
         image_statement = iam.PolicyStatement(actions=["ecr:DescribeImages"],
                                               resources=[self.repository.repository_arn])
         on_event = HandlerFunction(self, "StartBuild", handler="image_build.on_event",
                                    description="decision image build starter",
-                                   statements=[project_statement, image_statement], log_settings=log_settings)
+                                   statements=[start_statement, image_statement],
+                                   log_settings=log_settings)
         is_complete = HandlerFunction(self, "CheckBuild", handler="image_build.is_complete",
                                       description="decision image build waiter",
-                                      statements=[project_statement], log_settings=log_settings)
+                                      statements=[check_statement], log_settings=log_settings)
         total = Duration.minutes(build.timeout_minutes + WAITER_MARGIN_MINUTES)
         provider = cr.Provider(
             self, "BuildWaiter",

@@ -8,9 +8,11 @@ longer supports are refused here, at synth, instead of after a 10-minute failed 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from typing import Literal
 
 import botocore.session
@@ -36,6 +38,8 @@ REFUSED_FAMILIES = {
     "p6e-gb200": "it is an arm64 (Grace) instance; the DLC images are x86-64",
     "dl1": "it has Gaudi accelerators, which llama.cpp does not use",
 }
+MEMORY_FILE = "instance_memory.json"  # data: GiB of host memory (and GPUs) per instance type
+GIB = 2**30
 _FAMILY = re.compile(r"^ml\.(?P<family>[a-z0-9-]+)\.(?P<size>[a-z0-9]+)$")
 _GRAVITON = re.compile(r"^[a-z]+\d+g[a-z]*$")  # c6g, c6gd, c6gn, m7g, r8g ...
 _NEURON = re.compile(r"^(inf|trn)\d")
@@ -59,6 +63,44 @@ class InstanceFacts:
     def burstable(self) -> bool:
         """`ml.t*` instances: CPU credits, and Application Auto Scaling refuses them for endpoints."""
         return self.family.startswith("t")
+
+
+@dataclass(frozen=True)
+class InstanceMemory:
+    """What an instance type can hold: host memory, and the GPUs' memory."""
+
+    memory_gib: float
+    gpus: int = 0
+    gpu_memory_gib: float = 0  # per GPU
+
+    def model_limit(self, gpu_layers: str | None) -> tuple[int, str]:
+        """The most model bytes that can load, and what that is, for an `SM_LLAMA_CPP_N_GPU_LAYERS` value.
+
+        Every layer on the GPUs (`all`, -1, 999: the GPU default): the GPUs' memory; none (0, or a CPU type):
+        host memory; some, or `auto` (llama.cpp fits what it can): both together.
+        """
+        host = (int(self.memory_gib * GIB), f"{self.memory_gib:g} GiB of memory")
+        if not self.gpus:
+            return host
+        gpu_bytes = int(self.gpus * self.gpu_memory_gib * GIB)
+        gpu_text = f"{self.gpus} x {self.gpu_memory_gib:g} GiB of GPU memory"
+        layers = (gpu_layers or "all").strip().lower()
+        if layers == "0":
+            return host
+        if layers in ("all", "-1") or (layers.isdigit() and int(layers) >= 999):
+            return gpu_bytes, gpu_text
+        return host[0] + gpu_bytes, f"{host[1]} and {gpu_text}"
+
+
+@cache
+def _memory_table() -> dict[str, InstanceMemory]:
+    data = json.loads(resources.files(__package__).joinpath(MEMORY_FILE).read_text())
+    return {name: InstanceMemory(**facts) for name, facts in data["types"].items()}
+
+
+def instance_memory(instance_type: str) -> InstanceMemory | None:
+    """The memory of an instance type, or None when the table does not list it (its checks are skipped)."""
+    return _memory_table().get(instance_type)
 
 
 @cache

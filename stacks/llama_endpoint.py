@@ -27,16 +27,30 @@ from .config import Endpoint, Vpc
 from .instances import describe_instance
 from .log_groups import LogSettings
 from .model_artifact import ModelArtifact
-from .nag import acknowledge, logical_id
+from .nag import NIST, acknowledge, logical_id
 from .timeouts import StartupTimeouts
 
 VARIANT_NAME = "AllTraffic"
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 INSTANCE_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"  # CPU/memory/disk, published with the role
-VPC_INTERFACES = ("the ec2: network-interface actions SageMaker needs in VPC mode (ec2:CreateNetworkInterface, "
-                  "ec2:DescribeSubnets, ...) act on interfaces it creates, whose ids are not known in advance, or "
-                  "have no resource-level permissions")
+# VPC mode: SageMaker creates the models' network interfaces with the execution role. Creating one is allowed
+# only in the configured subnets with the configured security groups (both resources of the same request);
+# the interface's own id is generated, and the Describe actions have no resource-level permissions.
+ENI_ACTIONS = ["ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+               "ec2:DeleteNetworkInterfacePermission"]
+DESCRIBE_NETWORK = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups"]
+GENERATED_INTERFACES = ("SageMaker names the network interfaces it creates in VPC mode, so their ids are not known "
+                        "in advance: network-interface/* of this account and region; creating one is allowed only "
+                        "in the configured subnets and security groups")
+DESCRIBE_REASON = "the ec2:Describe* actions SageMaker needs in VPC mode have no resource-level permissions"
 AT_OR_ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+NO_ALARM_ACTION = ("the endpoint's alarms exist from the first deployment for SageMaker's deployment guardrails "
+                   "(auto_rollback) and for whoever watches the endpoint; this stack has no notification target of "
+                   "its own: subscribe your paging or ticketing to the alarm names")
+LOCAL_STORAGE_KEY = ("this instance type keeps /opt/ml and /tmp on NVMe instance storage, encrypted by the "
+                     "instance's hardware module, which a KmsKeyId does not encrypt (SageMaker API reference; older "
+                     "versions said CreateEndpointConfig fails with one): see docs/security.md, Encryption at rest")
 SCALING_SLR = ("sagemaker.application-autoscaling.amazonaws.com/"
                "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
 
@@ -121,6 +135,9 @@ class LlamaEndpoint(Construct):
             kms_key_id=None if facts.local_storage else props.key.key_arn,
             data_capture_config=self._data_capture(),
         )
+        if facts.local_storage:
+            acknowledge(self.endpoint_config, {f"{NIST}SageMakerEndpointConfigurationKMSKeyConfigured":
+                                               LOCAL_STORAGE_KEY})
 
         self.alarms = self._alarms()
         rollback_alarms = [self.alarms["errors5xx"], self.alarms["modelErrors"]]
@@ -172,26 +189,37 @@ class LlamaEndpoint(Construct):
                     resources=[props.key.key_arn]),
             ]
         if props.vpc is not None:
-            statements.append(iam.PolicyStatement(
-                sid="VpcNetworkInterfaces",
-                actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
-                         "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission",
-                         "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
-                         "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups"],
-                resources=["*"]))
+            statements += self._vpc_statements(props.vpc)
         return statements
+
+    def _vpc_statements(self, vpc: Vpc) -> list[iam.PolicyStatement]:
+        stack = Stack.of(self)
+
+        def ec2_arn(resource: str, name: str) -> str:
+            return stack.format_arn(service="ec2", resource=resource, resource_name=name)
+
+        interfaces = ec2_arn("network-interface", "*")
+        return [
+            iam.PolicyStatement(
+                sid="CreateInterfacesInTheConfiguredSubnets", actions=["ec2:CreateNetworkInterface"],
+                resources=[*(ec2_arn("subnet", s) for s in vpc.subnet_ids),
+                           *(ec2_arn("security-group", g) for g in vpc.security_group_ids), interfaces]),
+            iam.PolicyStatement(sid="ManageTheInterfaces", actions=ENI_ACTIONS, resources=[interfaces]),
+            iam.PolicyStatement(sid="DescribeTheNetwork", actions=DESCRIBE_NETWORK, resources=["*"]),
+        ]
 
     def _acknowledge_wildcards(self) -> None:
         """Each remaining wildcard of the execution policy, acknowledged on its own with its reason."""
         reasons = {
             "AwsSolutions-IAM5[Resource::*]":
                 "ecr:GetAuthorizationToken has no resource-level permissions; cloudwatch:PutMetricData is limited "
-                "by its namespace condition instead" + (f"; {VPC_INTERFACES}" if self.props.vpc else ""),
+                "by its namespace condition instead" + (f"; {DESCRIBE_REASON}" if self.props.vpc else ""),
         }
         if self.props.vpc is not None:
-            reasons["CKV_AWS_111"] = VPC_INTERFACES
-            reasons["CKV_AWS_109"] = VPC_INTERFACES + " (ec2:CreateNetworkInterfacePermission counts as permissions " \
-                                                      "management)"
+            stack = Stack.of(self)
+            partition, region = stack.resolve(stack.partition), stack.resolve(stack.region)
+            reasons[f"AwsSolutions-IAM5[Resource::arn:{partition}:ec2:{region}:<AWS::AccountId>:"
+                    "network-interface/*]"] = GENERATED_INTERFACES
         if self.props.capture_bucket is not None and self.props.settings.data_capture is not None:
             bucket = logical_id(self.props.capture_bucket)
             reasons[f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{self.endpoint_name}/*]"] = (
@@ -242,11 +270,13 @@ class LlamaEndpoint(Construct):
                threshold: float, datapoints: int | None = 1,
                comparison: cloudwatch.ComparisonOperator = AT_OR_ABOVE) -> cloudwatch.Alarm:
         """One alarm of this endpoint; a missing datapoint (no traffic) is never a breach."""
-        return cloudwatch.Alarm(
+        alarm = cloudwatch.Alarm(
             self, construct_id, alarm_name=alarm_name, alarm_description=description, metric=metric,
             threshold=threshold, comparison_operator=comparison,
             evaluation_periods=self.props.settings.alarms.evaluation_periods, datapoints_to_alarm=datapoints,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING)
+        acknowledge(alarm, {f"{NIST}CloudWatchAlarmAction": NO_ALARM_ACTION})
+        return alarm
 
     def _autoscaling(self) -> appscaling.ScalableTarget | None:
         scaling = self.props.settings.autoscaling

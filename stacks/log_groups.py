@@ -1,9 +1,10 @@
-"""Every log group of the stack: the configured retention, encrypted with the stack's key, deleted with it.
+"""Every log group of the stack: the configured retention, encrypted with the stack's data key, deleted with it.
 
-Endpoint, build and handler logs can hold model output and error details, so they get the same customer
-managed key as the rest of the stack. CloudWatch Logs uses the key itself, as the service principal of the
-region (writers and readers need no KMS permission of their own); the key policy lets that principal use the
-key for this account's log groups in this region only (the statement AWS documents for encrypted log groups).
+Endpoint, build and handler logs can hold model output and error details, so they get the data key, the one
+that also encrypts captured requests (stacks/keys.py) and that the image build cannot use. CloudWatch Logs uses
+the key itself, as the service principal of the region (writers and readers need no KMS permission of their
+own); the key policy lets that principal use the key for this account's log groups in this region only (the
+statement AWS documents for encrypted log groups, with its wildcard actions spelled out).
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-LOGS_KEY_ACTIONS = ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"]
+# AWS's statement grants kms:Encrypt*, Decrypt*, ReEncrypt*, GenerateDataKey*, Describe*: the same actions, named.
+LOGS_KEY_ACTIONS = ["kms:Encrypt", "kms:Decrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:GenerateDataKey",
+                    "kms:GenerateDataKeyWithoutPlaintext", "kms:GenerateDataKeyPair",
+                    "kms:GenerateDataKeyPairWithoutPlaintext", "kms:DescribeKey"]
 
 
 @dataclass(frozen=True)

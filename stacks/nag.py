@@ -1,9 +1,11 @@
-"""The two template scanners (cdk-nag AwsSolutions, checkov) and the findings we accept, each with its reason.
+"""The template scanners (cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs, checkov) and the findings we
+accept, each with its reason.
 
 cdk-nag 3 runs as a CDK policy-validation plugin (`Validations.of(app).add_plugins`), not an Aspect, and
 every finding is acknowledged on its own (`Rule[Finding]`), so a new wildcard can never slip in under an
 existing acknowledgement. checkov runs on the synthesized templates (tests/security) and reads its skips from
 the resource's own CloudFormation Metadata (`checkov.skip`), where `acknowledge` writes them with the reason.
+Where a checkov check and a NIST rule say the same thing, both are acknowledged with the same reason.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import re
 
 from aws_cdk import Acknowledgment, App, CfnResource, Stack, Validations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import custom_resources as cr
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 from constructs import IConstruct
 
 REDUNDANT_ROLE_DEPENDENCY = frozenset({"AWS::Lambda::Function", "AWS::StepFunctions::StateMachine"})
@@ -21,32 +24,47 @@ LAMBDA_BASIC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLam
 CHECKOV_ID = re.compile(r"^CKV2?_[A-Z0-9]+_\d+$")
 CHECKOV_METADATA = "checkov"
 
+NIST = "NIST.800.53.R5-"
 # Custom-resource functions (ours and the Provider framework's) run a few times per deployment and only call
-# AWS APIs; these three checkov findings concern long-running, event-driven functions.
+# AWS APIs; these findings concern long-running, event-driven functions.
+_CONCURRENCY = ("runs only while CloudFormation deploys the stack; reserved concurrency would take capacity from the "
+                "account's pool for a handful of invocations")
+_VPC = ("calls only AWS APIs (CodeBuild, ECR, S3, Lambda, Step Functions) and reaches no private resource; a VPC "
+        "would add NAT or interface endpoints, not isolation")
+_HANDLER_DLQ = ("invoked synchronously by the Provider framework, which turns its errors into a FAILED response to "
+                "CloudFormation; a dead-letter queue only receives failed asynchronous invocations")
+_FRAMEWORK_DLQ = ("CDK's Provider framework reports every failure to CloudFormation itself and a lost request fails "
+                  "at the custom resource's timeout; a dead-letter queue would hold events nothing replays")
 DEPLOYMENT_FUNCTION = {
-    "CKV_AWS_115": "runs only while CloudFormation deploys the stack; reserved concurrency would take capacity "
-                   "from the account's pool for a handful of invocations",
-    "CKV_AWS_117": "calls only AWS APIs (CodeBuild, ECR, S3, Lambda, Step Functions) and reaches no private "
-                   "resource; a VPC would add NAT or interface endpoints, not isolation",
+    "CKV_AWS_115": _CONCURRENCY, f"{NIST}LambdaConcurrency": _CONCURRENCY,
+    "CKV_AWS_117": _VPC, f"{NIST}LambdaInsideVPC": _VPC,
 }
-HANDLER_FUNCTION = {
-    **DEPLOYMENT_FUNCTION,
-    "CKV_AWS_116": "invoked synchronously by the Provider framework, which turns its errors into a FAILED "
-                   "response to CloudFormation; a dead-letter queue only receives failed asynchronous invocations",
-}
+HANDLER_FUNCTION = {**DEPLOYMENT_FUNCTION, "CKV_AWS_116": _HANDLER_DLQ, f"{NIST}LambdaDLQ": _HANDLER_DLQ}
 FRAMEWORK_FUNCTION = {
     **DEPLOYMENT_FUNCTION,
-    "CKV_AWS_116": "CDK's Provider framework reports every failure to CloudFormation itself and a lost request "
-                   "fails at the custom resource's timeout; a dead-letter queue would hold events nothing replays",
+    "CKV_AWS_116": _FRAMEWORK_DLQ, f"{NIST}LambdaDLQ": _FRAMEWORK_DLQ,
     "CKV_AWS_173": "the Provider framework's environment holds only the ARNs of this stack's handler functions, "
                    "no secret; Lambda encrypts it at rest with its AWS managed key",
+}
+INLINE_POLICY = {
+    f"{NIST}IAMNoInlinePolicy":
+        "each policy belongs to exactly one role of this stack and is created and deleted with it (CDK writes every "
+        "role's statements as an AWS::IAM::Policy); a managed policy could be attached to other principals too",
 }
 LOG_DELIVERY = ("the CloudWatch Logs delivery actions (logs:CreateLogDelivery, logs:PutResourcePolicy, ...) of the "
                 "waiter state machine's execution logging have no resource-level permissions")
 
 
+def acknowledge_inline_policies(stack: Stack) -> None:
+    """NIST's IAMNoInlinePolicy, on every role policy of the stack (ours and CDK's), each with the reason."""
+    for node in stack.node.find_all():
+        if isinstance(node, iam.CfnPolicy):
+            acknowledge(node, INLINE_POLICY)
+
+
 def add_checks(app: App) -> None:
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    """cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs: an unacknowledged finding of either fails the synth."""
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
 
 
 def acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
@@ -99,9 +117,6 @@ def acknowledge_provider(provider: cr.Provider, handlers: list[lambda_.IFunction
             "AwsSolutions-SF2": "the Provider framework's waiter only polls our build check; X-Ray tracing of "
                                 "it is not configurable and adds nothing over its execution logs",
         })
-        for policy in waiter.node.find_all():
-            if isinstance(policy, CfnResource) and policy.cfn_resource_type == "AWS::IAM::Policy":
-                acknowledge(policy, {"CKV_AWS_111": LOG_DELIVERY})
 
 
 def accept_redundant_depends_on(scope: IConstruct) -> None:

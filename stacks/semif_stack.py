@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from aws_cdk import CfnOutput, Environment, Stack
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -18,9 +17,12 @@ from .capture_bucket import CaptureBucket
 from .config import ENDPOINT_KINDS, LOG_RETENTION_DAYS, MODEL_SHA256_KEY, Deployment, EndpointKind
 from .decision_image import DecisionImage
 from .dlc import DlcRegistry
+from .iam_hardening import confine_service_trust, scope_waiter_logging
+from .keys import account_key, deny_key_use
 from .llama_endpoint import EndpointProps, ImageSource, LlamaEndpoint
 from .log_groups import LogSettings, allow_cloudwatch_logs
 from .model_artifact import ModelArtifact
+from .nag import acknowledge_inline_policies
 from .timeouts import derive_timeouts
 from .vpc_endpoints import VpcEndpoints
 
@@ -38,20 +40,23 @@ class SemifStack(Stack):
                         "endpoints on SageMaker",
         )
         self.deployment = deployment
-        self.key = kms.Key(self, "Key", enable_key_rotation=True,
-                           description=f"{deployment.stack_name}: endpoint volumes, decision image, build, "
-                                       "logs, data capture")
-        allow_cloudwatch_logs(self.key)
-        log_settings = LogSettings(logs.RetentionDays[LOG_RETENTION_DAYS[env.log_retention_days]], self.key)
+        # Two keys (stacks/keys.py): the build's, and the one for data the build must never read.
+        self.build_key = account_key(self, "Key", description=f"{deployment.stack_name}: decision image "
+                                                              "repository and its build")
+        self.data_key = account_key(self, "DataKey", description=f"{deployment.stack_name}: logs, captured "
+                                                                 "request data, endpoint volumes")
+        allow_cloudwatch_logs(self.data_key)
+        log_settings = LogSettings(logs.RetentionDays[LOG_RETENTION_DAYS[env.log_retention_days]], self.data_key)
         self.registry = DlcRegistry.for_region(env.region, env.dlc_image)
         self.artifact = ModelArtifact(self, "ModelArtifact", artifact=artifact, log_settings=log_settings)
         self.image = DecisionImage(self, "DecisionImage", context_dir=container_dir, registry=self.registry,
-                                   accelerator=env.accelerator, key=self.key, build=env.image_build,
+                                   accelerator=env.accelerator, key=self.build_key, build=env.image_build,
                                    log_settings=log_settings)
+        deny_key_use(self.data_key, self.image.project.role, "TheImageBuildNeverUsesThisKey")
         if env.vpc is not None and env.vpc.vpc_endpoints is not None:
             self.vpc_endpoints = VpcEndpoints(self, "VpcEndpoints", vpc=env.vpc)
         capture = any(env.endpoint(kind).data_capture for kind in ENDPOINT_KINDS)
-        self.capture = CaptureBucket(self, "DataCapture", key=self.key) if capture else None
+        self.capture = CaptureBucket(self, "DataCapture", key=self.data_key) if capture else None
 
         timeouts = derive_timeouts(artifact.model_bytes,
                                    artifact.tarball_bytes if isinstance(artifact, LocalArtifact) else None)
@@ -69,7 +74,7 @@ class SemifStack(Stack):
                 environment=self.container_environment(kind, artifact),
                 settings=env.endpoint(kind),
                 timeouts=timeouts,
-                key=self.key,
+                key=self.data_key,
                 log_settings=log_settings,
                 inference_ami_version=env.inference_ami_version if env.accelerator == "gpu" else None,
                 network_isolation=env.network_isolation,
@@ -77,6 +82,9 @@ class SemifStack(Stack):
                 capture_bucket=self.capture.bucket if self.capture else None,
             ))
         self._outputs()
+        confine_service_trust(self)
+        scope_waiter_logging(self)
+        acknowledge_inline_policies(self)
 
     def container_environment(self, kind: EndpointKind, artifact: Artifact) -> dict[str, str]:
         """One SM_LLAMA_CPP_* map for both (plus overrides), the model path pinned, adapter settings."""

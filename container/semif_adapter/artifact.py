@@ -19,8 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info
-from .model_files import MAX_DEPTH, SHARD_PATTERN, ModelFileError, ModelLayout, check_magic, select_model
+from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
+from .model_files import (
+    MAX_DEPTH,
+    SHARD_PATTERN,
+    ModelFileError,
+    ModelLayout,
+    is_projector,
+    require_file,
+    require_gguf_name,
+    select_model,
+)
 
 CHUNK_BYTES = 4 * 1024 * 1024
 GZIP_LEVEL = 1  # quantized weights barely compress; level 1 is several times faster than 9
@@ -89,8 +98,13 @@ class _Digesting(io.RawIOBase):
 
 def model_files_for(model: Path, projector: Path | None = None) -> tuple[list[Path], ModelLayout]:
     """The files to package for a model path: all shards of a split model, plus a projector."""
-    if not model.is_file():
-        raise ModelFileError(f"{model}: model file does not exist")
+    require_file(model, "a model file", "; give the .gguf file inside it (the first shard of a split model)")
+    require_gguf_name(model)
+    if projector is not None:
+        require_file(projector, "a projector file")
+        if not (is_projector(PurePosixPath(projector.name)) and projector.name.endswith(".gguf")):
+            raise ModelFileError(f"{projector}: a projector file is named mmproj*.gguf (the rule that keeps the "
+                                 "DLC from loading it as the model)")
     match = SHARD_PATTERN.match(model.name)
     if match:
         siblings = [p for p in model.parent.iterdir() if (m := SHARD_PATTERN.match(p.name)) and
@@ -114,10 +128,11 @@ def build_tarball(
 ) -> ArtifactReport:
     """Write a deterministic model.tar.gz holding the model at the top level."""
     files, layout = model_files_for(model, projector)
-    with files[0].open("rb") as head:
-        info = _read_info(head, files[0])
-    for path in files[1:]:
-        check_magic(path)
+    infos = {}
+    for path in files:
+        with path.open("rb") as head:
+            infos[path] = _read_info(head, path, path.stat().st_size)
+    info = infos[files[0]]
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     file_digests: dict[PurePosixPath, str] = {}
@@ -158,18 +173,20 @@ def _fixed_member(name: str, size: int) -> tarfile.TarInfo:
     return member
 
 
-def _read_info(stream: BinaryIO, where: Path | str) -> GGUFInfo:
+def _read_info(stream: BinaryIO, where: Path | str, file_bytes: int) -> GGUFInfo:
+    """The header of one GGUF file, refused when unreadable or when the file is shorter than its tensor data."""
     try:
-        return read_gguf_info(stream)
+        info = read_gguf_info(stream)
+        require_complete(info, file_bytes)
     except GGUFHeaderError as error:
         raise ModelFileError(f"{where}: {error}") from error
+    return info
 
 
 def check_tarball(tarball: Path, *, allow_projector: bool = False,
                   progress: Progress | None = None) -> ArtifactReport:
     """Validate an existing artifact against every packaging rule, streaming it once."""
-    if not tarball.is_file():
-        raise ModelFileError(f"{tarball}: file does not exist")
+    require_file(tarball, "a model.tar.gz")
     names: list[PurePosixPath] = []
     infos: dict[PurePosixPath, GGUFInfo] = {}
     sizes: dict[PurePosixPath, int] = {}
@@ -190,7 +207,7 @@ def check_tarball(tarball: Path, *, allow_projector: bool = False,
                     assert stream is not None  # regular files always have a stream
                     digest = hashlib.sha256()
                     hashing = _Digesting(stream, digest, None)  # type: ignore[arg-type]
-                    infos[name] = _read_info(hashing, f"{tarball}:{name}")  # type: ignore[arg-type]
+                    infos[name] = _read_info(hashing, f"{tarball}:{name}", member.size)  # type: ignore[arg-type]
                     while hashing.read(CHUNK_BYTES):
                         pass
                     file_digests[name], sizes[name] = digest.hexdigest(), member.size

@@ -1,10 +1,13 @@
-"""Streaming reader for the key/value header of a GGUF file.
+"""Streaming reader for the header of a GGUF file: its key/value pairs and its tensor table.
 
 Why our own reader: the packaging check reads models straight out of a gzip
 stream (a tarball member), where the `gguf` package's memory-mapped reader
 cannot go, and only a handful of keys matter. The reader walks the header
 once, never seeks and never loads tensor data, so multi-GB files cost a few
-megabytes of reading (mostly the tokenizer vocabulary).
+megabytes of reading (mostly the tokenizer vocabulary). From the tensor table
+it computes where the tensor data ends, so a file cut short (an interrupted
+copy or upload) is refused before SageMaker downloads it, not when llama.cpp
+fails to load it on the endpoint.
 """
 
 from __future__ import annotations
@@ -25,6 +28,21 @@ _TYPE_ARRAY = 9
 # Hostile-file guards: no real key or string value comes near these.
 _MAX_STRING_BYTES = 64 * 1024 * 1024
 _MAX_KV_PAIRS = 1_000_000
+_MAX_TENSORS = 1_000_000
+_MAX_DIMS = 4  # GGML_MAX_DIMS
+DEFAULT_ALIGNMENT = 32  # GGUF_DEFAULT_ALIGNMENT, unless `general.alignment` says otherwise
+ALIGNMENT_KEY = "general.alignment"
+
+# ggml `enum ggml_type` -> (elements per block, bytes per block), from the pinned llama.cpp's ggml.c type
+# traits (tests/foundation compares it with the `gguf` package's GGML_QUANT_SIZES). A type missing here (one
+# newer than the pin) leaves the data size unknown, and the completeness check is skipped, not failed.
+GGML_BLOCKS: dict[int, tuple[int, int]] = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 9: (32, 40),
+    10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 15: (256, 292),
+    16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50), 20: (32, 18), 21: (256, 110), 22: (256, 82),
+    23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2),
+    34: (256, 54), 35: (256, 66), 39: (32, 17), 40: (64, 36), 41: (128, 18), 42: (64, 18),
+}
 
 # llama.cpp `enum llama_ftype` (general.file_type) -> the usual quantization name.
 FILE_TYPE_NAMES = {
@@ -50,6 +68,13 @@ class GGUFInfo:
     name: str | None
     file_type: int | None
     context_length: int | None
+    data_offset: int = 0  # where the tensor data starts (the header's end, aligned)
+    data_bytes: int | None = None  # where the last tensor ends, from data_offset; None: a tensor type unknown
+
+    @property
+    def required_bytes(self) -> int | None:
+        """The smallest file size that holds every tensor the header describes."""
+        return None if self.data_bytes is None else self.data_offset + self.data_bytes
 
     @property
     def quantization(self) -> str | None:
@@ -61,9 +86,11 @@ class GGUFInfo:
 class _Reader:
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
+        self.position = 0  # bytes read so far: the stream may be a tarball member, which has no tell()
 
     def exact(self, size: int) -> bytes:
         data = self._stream.read(size)
+        self.position += len(data)
         if len(data) != size:
             raise GGUFHeaderError("file ends inside the GGUF header")
         return data
@@ -99,9 +126,10 @@ class _Reader:
 
 
 def read_gguf_info(stream: BinaryIO) -> GGUFInfo:
-    """Read the header from the current position; raises GGUFHeaderError."""
+    """Read the header (key/value pairs and tensor table) from the start of the stream; raises GGUFHeaderError."""
     reader = _Reader(stream)
     magic = stream.read(4)
+    reader.position = len(magic)
     if magic != GGUF_MAGIC:
         raise GGUFHeaderError(f"does not start with the GGUF magic (found {magic!r})")
     version = int(reader.unpack("<I"))
@@ -111,10 +139,16 @@ def read_gguf_info(stream: BinaryIO) -> GGUFInfo:
     kv_count = int(reader.unpack("<Q"))
     if kv_count > _MAX_KV_PAIRS:
         raise GGUFHeaderError(f"{kv_count} header keys is not plausible")
+    if tensor_count > _MAX_TENSORS:
+        raise GGUFHeaderError(f"{tensor_count} tensors is not plausible")
     values: dict[str, object] = {}
     for _ in range(kv_count):
         key = reader.string().decode("utf-8", errors="replace")
         values[key] = reader.value(int(reader.unpack("<I")))
+    alignment = _as_int(values.get(ALIGNMENT_KEY)) or DEFAULT_ALIGNMENT
+    if alignment & (alignment - 1):
+        raise GGUFHeaderError(f"{ALIGNMENT_KEY} {alignment} is not a power of 2")
+    data_bytes = _tensor_data_end(reader, tensor_count)
     arch = _as_str(values.get("general.architecture"))
     return GGUFInfo(
         tensor_count=tensor_count,
@@ -122,7 +156,43 @@ def read_gguf_info(stream: BinaryIO) -> GGUFInfo:
         name=_as_str(values.get("general.name")),
         file_type=_as_int(values.get("general.file_type")),
         context_length=_as_int(values.get(f"{arch}.context_length")) if arch else None,
+        data_offset=-(-reader.position // alignment) * alignment if tensor_count else reader.position,
+        data_bytes=data_bytes,
     )
+
+
+def _tensor_data_end(reader: _Reader, tensor_count: int) -> int | None:
+    """Read the tensor table (name, dims, type, offset each); the end of the furthest tensor's bytes."""
+    end: int | None = 0
+    for _ in range(tensor_count):
+        name = reader.string().decode("utf-8", errors="replace")
+        n_dims = int(reader.unpack("<I"))
+        if n_dims > _MAX_DIMS:
+            raise GGUFHeaderError(f"tensor {name!r} has {n_dims} dimensions (at most {_MAX_DIMS})")
+        elements = 1
+        shape = [int(reader.unpack("<Q")) for _ in range(n_dims)]
+        for size in shape:
+            elements *= size
+        tensor_type = int(reader.unpack("<I"))
+        offset = int(reader.unpack("<Q"))
+        if end is None or tensor_type not in GGML_BLOCKS:
+            end = None
+            continue
+        block_elements, block_bytes = GGML_BLOCKS[tensor_type]
+        if shape and shape[0] % block_elements:
+            raise GGUFHeaderError(f"tensor {name!r}: row of {shape[0]} elements is not a whole number of "
+                                  f"type-{tensor_type} blocks ({block_elements})")
+        end = max(end, offset + elements // block_elements * block_bytes)
+    return end
+
+
+def require_complete(info: GGUFInfo, file_bytes: int) -> None:
+    """Refuse a file shorter than the tensor data its header describes (cut short by a copy or upload)."""
+    required = info.required_bytes
+    if required is not None and file_bytes < required:
+        raise GGUFHeaderError(f"truncated: the header describes {info.tensor_count} tensors ending at byte "
+                              f"{required:,}, but the file has {file_bytes:,} bytes "
+                              f"({required - file_bytes:,} missing)")
 
 
 def _as_int(value: object) -> int | None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -22,14 +24,21 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .request_schema import RequestError, parse_request
+from . import jsonlines
+from .prompt import canonical_state
+from .request_schema import DecisionRequest, RequestError, parse_body
 from .service import Decided, DecisionService, NotReadyError, QueueFullError, ShuttingDownError
 from .tokens import PromptTooLongError
 
 LOG = logging.getLogger("semif_adapter.access")
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
 BODY_TIMEOUT_SECONDS = 30.0  # a sender slower than this loses its request, not the server's attention
+JSON = "application/json"
+# One decision at a time per instance, and 1 MB of JSON Lines is about 2,000 decisions: more per request would
+# outlast a transform job's default 600 s invocation timeout on a CPU instance (set InvocationsTimeoutInSeconds).
+EXECUTION_PARAMETERS = {"MaxConcurrentTransforms": 1, "BatchStrategy": "MULTI_RECORD", "MaxPayloadInMB": 1}
 
+T = TypeVar("T")
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
@@ -71,7 +80,7 @@ async def _client_gone(request: Request) -> None:
         pass
 
 
-async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, Decided]) -> Decided:
+async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T:
     """Run `work`, but drop it if the client leaves first: queued work nobody waits for is never run.
 
     A decision already decoding finishes (llama.cpp cannot stop one request of its batch); its slot
@@ -96,6 +105,92 @@ async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, Deci
         del task
 
 
+@dataclass(frozen=True)
+class Failure:
+    """An exception as the JSON error a caller gets: for a whole request, or for one line of a batch."""
+
+    status: int
+    code: str
+    message: str
+    field: str | None = None
+    retry_after: int | None = None
+
+    def response(self) -> JSONResponse:
+        return error_response(self.status, self.code, self.message, self.field, self.retry_after)
+
+    def document(self) -> bytes:
+        error = {"code": self.code, "message": self.message, **({"field": self.field} if self.field else {})}
+        return json.dumps({"error": error}, separators=(",", ":")).encode()
+
+
+def failure_of(error: BaseException, service: DecisionService, request_id: str) -> Failure:
+    if isinstance(error, RequestError):
+        return Failure(error.status, error.code, error.message, error.field)
+    if isinstance(error, PromptTooLongError):
+        return Failure(413, "prompt_too_long", str(error), error.field)
+    if isinstance(error, QueueFullError):
+        return Failure(503, "queue_full", f"{service.settings.queue_size} decisions are already admitted; retry",
+                       retry_after=1)
+    if isinstance(error, NotReadyError):
+        return Failure(503, "not_ready", "the model is loading or warming up", retry_after=5)
+    if isinstance(error, ShuttingDownError):
+        return Failure(503, "shutting_down", "this instance is stopping; retry on another", retry_after=1)
+    if isinstance(error, TimeoutError):
+        return Failure(408, "body_timeout", f"body not received within {BODY_TIMEOUT_SECONDS:.0f} s", "body")
+    LOG.error("internal error", exc_info=error, extra={"fields": {"request_id": request_id}})
+    return Failure(500, "internal_error", f"internal error; request id {request_id}")
+
+
+def _media_type(request: Request) -> str:
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != JSON and media_type not in jsonlines.MEDIA_TYPES:
+        raise RequestError("unsupported_media_type", f"Content-Type must be {JSON} or {jsonlines.MEDIA_TYPE}, "
+                           f"not {media_type or 'missing'!r}", "Content-Type", status=415)
+    return media_type
+
+
+def _batch_fields(requests: list[DecisionRequest], answers: list[Decided | BaseException],
+                  lines: int) -> dict[str, Any]:
+    """What the access log says of a batch: its size, its states and what reuse saved."""
+    decided = [answer for answer in answers if isinstance(answer, Decided)]
+    return {"lines": lines, "decisions": len(requests), "errors": lines - len(decided),
+            "states": len({canonical_state(r.decision.state) for r in requests}),
+            "evaluated_tokens": sum(d.evaluated_tokens for d in decided),
+            "cached_tokens": sum(d.cached_tokens for d in decided)}
+
+
+def _single_response(answer: Decided | BaseException, fields: dict[str, Any],
+                     fail: Callable[[BaseException], Failure]) -> Response:
+    if not isinstance(answer, Decided):
+        return fail(answer).response()
+    fields.update(scoring=answer.method, prompt_tokens=answer.prompt_tokens, evaluated_tokens=answer.evaluated_tokens,
+                  cached_tokens=answer.cached_tokens, cache_source=answer.cache_source)
+    return Response(answer.body, media_type=JSON)
+
+
+def _many_response(answers: list[Decided | BaseException], fail: Callable[[BaseException], Failure]) -> Response:
+    """{"decisions": [...]}: each answer as it would be alone; an error object where a decision failed."""
+    parts = [answer.body if isinstance(answer, Decided) else fail(answer).document() for answer in answers]
+    return Response(b'{"decisions":[' + b",".join(parts) + b"]}", media_type=JSON)
+
+
+def _lines_response(lines: list[jsonlines.Line], answers: list[Decided | BaseException],
+                    fail: Callable[[BaseException], Failure]) -> Response:
+    results = iter(answers)
+    out = []
+    for line in lines:
+        if line.error is not None:
+            out.append(jsonlines.error_line(line.number, line.error.code, line.error.message, line.error.field))
+            continue
+        answer = next(results)
+        if isinstance(answer, Decided):
+            out.append(answer.body)
+        else:
+            failure = fail(answer)
+            out.append(jsonlines.error_line(line.number, failure.code, failure.message, failure.field))
+    return Response(jsonlines.join(out), media_type=jsonlines.MEDIA_TYPE)
+
+
 def build_app(service: DecisionService) -> Starlette:
     limit = service.settings.max_body_bytes
 
@@ -104,57 +199,52 @@ def build_app(service: DecisionService) -> Starlette:
             return Response(status_code=200)
         return not_ready_response()
 
+    async def execution_parameters(_request: Request) -> Response:
+        """Batch Transform asks this when a job leaves the three unset (the SageMaker container contract)."""
+        return JSONResponse(EXECUTION_PARAMETERS)
+
     async def invocations(request: Request) -> Response:
         fields: dict[str, Any] = request.state.log_fields
+        request_id = request.state.request_id
+
+        def fail(error: BaseException) -> Failure:
+            return failure_of(error, service, request_id)
+
         try:
-            media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if media_type != "application/json":
-                raise RequestError("unsupported_media_type",
-                                   f"Content-Type must be application/json, not {media_type or 'missing'!r}",
-                                   "Content-Type", status=415)
+            media_type = _media_type(request)
             body = await asyncio.wait_for(_read_body(request, limit), BODY_TIMEOUT_SECONDS)
-            decision_request = parse_request(body)
-            fields["decision_id"] = decision_request.decision.id
-            decided = await _unless_client_leaves(request, service.decide(decision_request))
-        except RequestError as error:
-            return error_response(error.status, error.code, error.message, error.field)
-        except PromptTooLongError as error:
-            return error_response(413, "prompt_too_long", str(error), error.field)
-        except QueueFullError:
-            return error_response(503, "queue_full",
-                                  f"{service.settings.queue_size} decisions are already admitted; retry",
-                                  retry_after=1)
-        except NotReadyError:
-            return not_ready_response()
-        except ShuttingDownError:
-            return error_response(503, "shutting_down", "this instance is stopping; retry on another",
-                                  retry_after=1)
-        except TimeoutError:
-            return error_response(408, "body_timeout", f"body not received within {BODY_TIMEOUT_SECONDS:.0f} s",
-                                  "body")
+            if media_type == JSON:
+                requests, many = parse_body(body)
+                lines: list[jsonlines.Line] = []
+            else:
+                lines = jsonlines.parse_lines(body)
+                requests, many = [line.request for line in lines if line.request is not None], True
+            del body
+            if not many:
+                fields["decision_id"] = requests[0].decision.id
+            answers = await _unless_client_leaves(request, service.decide_all(requests)) if requests else []
         except ClientDisconnect:
             fields["client_disconnected"] = True
             return Response(status_code=499)
-        except Exception:
-            LOG.exception("internal error", extra={"fields": {"request_id": request.state.request_id}})
-            return error_response(500, "internal_error",
-                                  f"internal error; request id {request.state.request_id}")
-        fields.update(scoring=decided.method, prompt_tokens=decided.prompt_tokens,
-                      evaluated_tokens=decided.evaluated_tokens, cached_tokens=decided.cached_tokens,
-                      cache_source=decided.cache_source)
-        return Response(decided.body, media_type="application/json")
+        except Exception as error:  # every failure becomes a JSON error; the server serves on
+            return fail(error).response()
+        if not many:
+            return _single_response(answers[0], fields, fail)
+        fields.update(_batch_fields(requests, answers, len(lines) or len(requests)))
+        return _lines_response(lines, answers, fail) if lines else _many_response(answers, fail)
 
     async def http_error(_request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         response = error_response(exc.status_code, code, f"{exc.detail}: this container serves "
-                                  "GET /ping and POST /invocations", "path")
+                                  "GET /ping, POST /invocations and GET /execution-parameters", "path")
         if exc.headers:
             response.headers.update(exc.headers)
         return response
 
     app = Starlette(routes=[Route("/ping", ping, methods=["GET"]),
-                            Route("/invocations", invocations, methods=["POST"])],
+                            Route("/invocations", invocations, methods=["POST"]),
+                            Route("/execution-parameters", execution_parameters, methods=["GET"])],
                     exception_handlers={HTTPException: http_error})
     app.add_middleware(RequestContext)  # type: ignore[arg-type]
     return app

@@ -78,6 +78,23 @@ def select_model(
     return ModelLayout(model=files[0], files=files, projector=projectors[0] if projectors else None)
 
 
+def require_file(path: Path, what: str, hint: str = "") -> None:
+    """Refuse a path that is not a regular file, saying what it is instead (a directory is not "missing")."""
+    if path.is_dir():
+        raise ModelFileError(f"{path}: is a directory, not {what}{hint}")
+    if not path.exists():
+        raise ModelFileError(f"{path}: {what} does not exist")
+    if not path.is_file():
+        raise ModelFileError(f"{path}: is not a regular file ({what} expected)")
+
+
+def require_gguf_name(path: Path | PurePosixPath) -> None:
+    """The DLC and the adapter find the model by its suffix: a GGUF named `model.bin` would never be found."""
+    if not path.name.endswith(MODEL_SUFFIX):
+        raise ModelFileError(f"{path}: the model file name must end in {MODEL_SUFFIX} (the DLC and the adapter "
+                             f"look for *{MODEL_SUFFIX}); rename it")
+
+
 def check_magic(path: Path) -> None:
     """Refuse a file that is not GGUF before llama.cpp gets to crash on it."""
     try:
@@ -111,8 +128,7 @@ def resolve_model_path(explicit: str | None, model_dir: str | os.PathLike[str]) 
     """The model file to load: an explicit path wins, else the single model in the dir."""
     if explicit:
         files = [Path(explicit)]
-        if not files[0].is_file():
-            raise ModelFileError(f"{files[0]}: model file does not exist")
+        require_file(files[0], "a model file")
     else:
         root = Path(model_dir)
         files = [root / relative for relative in scan_model_dir(root).files]

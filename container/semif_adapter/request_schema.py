@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -19,6 +20,9 @@ MAX_OPTIONS = 16
 MIN_OPTIONS = 2
 MAX_ID_CHARS = 128
 MAX_NESTING = 64
+MAX_DECISIONS = 256  # in one application/json request; JSON Lines batches are bounded by the body size only
+STATE_TYPE_ERRORS = frozenset({"string_type", "dict_type", "list_type"})  # pydantic's, one per union member
+MANY_KEYS = frozenset({"decisions", "state", "temperature", "debias", "scoring"})
 
 
 class RequestError(ValueError):
@@ -148,8 +152,8 @@ def _field_path(document: Any, error: Any) -> str:
     return path
 
 
-def parse_request(body: bytes) -> DecisionRequest:
-    """Strict JSON, then the schema; raises RequestError with the offending field."""
+def load_json(body: bytes) -> Any:
+    """Strict JSON: raises RequestError (duplicate keys, NaN/Infinity, deep nesting, bad UTF-8 or surrogates)."""
     try:
         document = json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except RequestError:
@@ -158,12 +162,67 @@ def parse_request(body: bytes) -> DecisionRequest:
         raise RequestError("too_deep", f"nesting deeper than {MAX_NESTING} levels") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise RequestError("invalid_json", f"body is not valid UTF-8 JSON: {error}") from None
+    _check_text(document, "")
+    return document
+
+
+def validate_request(document: Any, where: Callable[[str], str] = lambda path: path) -> DecisionRequest:
+    """The schema; `where` maps a path in `document` to the caller's own (a batch item's place in its batch)."""
     if not isinstance(document, dict):
         raise RequestError("invalid_request", "body must be a JSON object with a 'decision' key")
-    _check_text(document, "")
     try:
         return DecisionRequest.model_validate(document)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
-        field = _field_path(document, first)
-        raise RequestError("invalid_request", f"{field or 'body'}: {first['msg']}", field or None) from None
+        field = where(_field_path(document, first))
+        message = first["msg"].removeprefix("Value error, ")
+        if first["loc"][:2] == ("decision", "state") and first["type"] in STATE_TYPE_ERRORS:
+            message = "must be a non-empty string, or a non-empty JSON object or array"
+        raise RequestError("invalid_request", f"{field or 'body'}: {message}", field or None) from None
+
+
+def parse_request(body: bytes) -> DecisionRequest:
+    """One decision: strict JSON, then the schema; raises RequestError with the offending field."""
+    return validate_request(load_json(body))
+
+
+def _item_path(index: int, inherited_state: bool) -> Callable[[str], str]:
+    def where(path: str) -> str:
+        if path == "decision.state" and inherited_state:
+            return "state"
+        if path == "decision" or path.startswith("decision."):
+            return f"decisions[{index}]" + path.removeprefix("decision")
+        return path
+    return where
+
+
+def validate_many(document: dict[str, Any]) -> list[DecisionRequest]:
+    """`{"decisions": [...], "state"?, knobs}`: several decisions in one request, the state given once or each.
+
+    Each becomes exactly the single request it stands for (same knobs), so its answer is the same numbers.
+    """
+    unknown = sorted(set(document) - MANY_KEYS)
+    if unknown:
+        raise RequestError("invalid_request", f"{unknown[0]}: unknown field next to 'decisions'", unknown[0])
+    items = document["decisions"]
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_DECISIONS:
+        raise RequestError("invalid_request", f"decisions: expected a list of 1 to {MAX_DECISIONS} decisions",
+                           "decisions")
+    knobs = {key: value for key, value in document.items() if key not in ("decisions", "state")}
+    requests = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise RequestError("invalid_request", f"decisions[{index}]: expected a decision object",
+                               f"decisions[{index}]")
+        inherited = "state" not in item and "state" in document
+        decision = {**item, "state": document["state"]} if inherited else item
+        requests.append(validate_request({"decision": decision, **knobs}, _item_path(index, inherited)))
+    return requests
+
+
+def parse_body(body: bytes) -> tuple[list[DecisionRequest], bool]:
+    """An application/json body: one decision, or several (`decisions`); True when several."""
+    document = load_json(body)
+    if isinstance(document, dict) and "decisions" in document and "decision" not in document:
+        return validate_many(document), True
+    return [validate_request(document)], False

@@ -31,12 +31,14 @@ ACK_METADATA = "aws:cdk:acknowledged-rules"  # where Validations.acknowledge rec
 ACK_PREFIX = "Annotation::"  # ... under the finding id with this prefix
 CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 
-# Every optional feature at once, on dev: pinned S3 model (KMS), VPC with service endpoints, data capture.
+# Every optional feature at once, on dev: pinned S3 model (KMS, version and digest), VPC with service endpoints,
+# data capture.
 KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/0b1c2d3e-0000-4000-8000-0123456789ab"
+MODEL_SHA256 = "0f" * 32
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
 GROUPS = ["sg-0123456789abcdef0"]
 OPTIONAL_FEATURES: dict[str, Any] = {
-    "model": {"source": "s3", "uri": "s3://models-bucket/llm/model.tar.gz", "version_id": "v2",
+    "model": {"source": "s3", "uri": "s3://models-bucket/llm/model.tar.gz", "version_id": "v2", "sha256": MODEL_SHA256,
               "model_file": "llm/q4.gguf", "model_bytes": 4_000_000_000, "kms_key_arn": KEY_ARN},
     "vpc": {"subnet_ids": SUBNETS, "security_group_ids": GROUPS,
             "vpc_endpoints": {"vpc_id": "vpc-0123456789abcdef0", "route_table_ids": ["rtb-0123456789abcdef0"]}},

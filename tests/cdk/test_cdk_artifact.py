@@ -10,10 +10,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk.assertions import Match, Template
 
 from stacks import artifact_source
 from stacks.artifact_source import ArtifactCache, LocalArtifact, RemoteArtifact, container_model_path, prepare_artifact
 from stacks.config import ConfigError, EmbeddedModel, GgufModel, S3Model, TarballModel
+from stacks.log_groups import LogSettings
+from stacks.model_artifact import ModelArtifact
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 KEY = "environments.dev.model"
@@ -135,3 +141,22 @@ def test_an_s3_source_is_used_as_given(tmp_path: Path) -> None:
     assert (artifact.bucket, artifact.key) == ("models-bucket", f"{SHA}/model.tar.gz")
     assert container_model_path(artifact) == "/opt/ml/model/m/q4.gguf"
     assert not (tmp_path / "cache").exists(), "nothing is downloaded or packaged for an S3 source"
+
+
+def test_a_foreign_bucket_is_read_only_when_its_owner_is_configured(tmp_path: Path) -> None:
+    """Default: the deploying account (tests/security); a configured owner replaces it in the role's condition
+    and in the deploy-time check."""
+    source = S3Model(source="s3", uri=f"s3://their-bucket/{SHA}/model.tar.gz", sha256=SHA, model_file="m.gguf",
+                     bucket_owner="210987654321")
+    stack = Stack(App(), "Owner")
+    settings = LogSettings(logs.RetentionDays.ONE_WEEK, kms.Key(stack, "Key"))
+    remote = prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=ArtifactCache(tmp_path / "cache"))
+    artifact = ModelArtifact(stack, "ModelArtifact", artifact=remote, log_settings=settings)
+    (read,) = [statement.to_statement_json() for statement in artifact.read_statements()]
+    assert read["Condition"] == {"StringEquals": {"s3:ResourceAccount": "210987654321"}}
+    template = Template.from_stack(stack)
+    template.has_resource_properties("Custom::ModelArtifactPin", {
+        "Bucket": "their-bucket", "ExpectedBucketOwner": "210987654321", "VersionId": ""})
+    template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Action": "s3:GetObject",
+                           "Condition": {"StringEquals": {"s3:ResourceAccount": "210987654321"}}})])}})

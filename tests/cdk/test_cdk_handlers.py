@@ -121,19 +121,37 @@ def s3() -> Iterator[tuple[Any, Stubber]]:
     yield from stubbed("s3")
 
 
-PIN = {"ServiceToken": "x", "Bucket": "models-bucket", "Key": "model.tar.gz", "VersionId": "v2"}
+OWNER = "123456789012"
+PIN = {"ServiceToken": "x", "Bucket": "models-bucket", "Key": "model.tar.gz", "VersionId": "v2",
+       "ExpectedBucketOwner": OWNER}
+HEAD = {"Bucket": "models-bucket", "Key": "model.tar.gz", "ExpectedBucketOwner": OWNER}
 
 
 def test_the_pin_check_passes_when_the_current_version_is_pinned(s3: tuple[Any, Stubber]) -> None:
-    s3[1].add_response("head_object", {"VersionId": "v2"}, expected_params={"Bucket": "models-bucket",
-                                                                           "Key": "model.tar.gz"})
+    s3[1].add_response("head_object", {"VersionId": "v2"}, expected_params=HEAD)
     result = artifact_pin.on_event({"RequestType": "Create", "ResourceProperties": PIN}, s3=s3[0])
     assert result["PhysicalResourceId"] == "s3://models-bucket/model.tar.gz?versionId=v2"
 
 
 def test_the_pin_check_fails_when_the_object_moved_on(s3: tuple[Any, Stubber]) -> None:
-    s3[1].add_response("head_object", {"VersionId": "v3"})
+    s3[1].add_response("head_object", {"VersionId": "v3"}, expected_params=HEAD)
     with pytest.raises(artifact_pin.ArtifactMovedError, match="current version is v3, but the configuration pins v2"):
         artifact_pin.on_event({"RequestType": "Update", "ResourceProperties": PIN}, s3=s3[0])
     deleting = {"RequestType": "Delete", "ResourceProperties": PIN, "PhysicalResourceId": "p"}
     assert artifact_pin.on_event(deleting, s3=s3[0]) == {"PhysicalResourceId": "p"}
+
+
+def test_a_bucket_of_another_owner_is_refused_with_the_config_key_to_change(s3: tuple[Any, Stubber]) -> None:
+    """S3 answers 403 to a HeadObject whose ExpectedBucketOwner is not the bucket's owner."""
+    s3[1].add_client_error("head_object", service_error_code="403", http_status_code=403, expected_params=HEAD)
+    with pytest.raises(artifact_pin.ForeignBucketError,
+                       match=r"s3://models-bucket/model\.tar\.gz: S3 refused to read it for bucket owner "
+                             r"123456789012: .* set model\.bucket_owner"):
+        artifact_pin.on_event({"RequestType": "Create", "ResourceProperties": PIN}, s3=s3[0])
+
+
+def test_a_content_pinned_object_is_checked_for_its_owner_only(s3: tuple[Any, Stubber]) -> None:
+    by_content = {**PIN, "VersionId": ""}
+    s3[1].add_response("head_object", {}, expected_params=HEAD)
+    result = artifact_pin.on_event({"RequestType": "Create", "ResourceProperties": by_content}, s3=s3[0])
+    assert result["PhysicalResourceId"] == "s3://models-bucket/model.tar.gz"

@@ -1,4 +1,5 @@
-"""cdk-nag AwsSolutions: the shipped environments are clean, the check really runs, and acks carry reasons."""
+"""cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs: the shipped environments are clean, both checks really
+run, and acks carry reasons."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from cdk_support import Synth, acknowledgements, synth
@@ -22,8 +24,30 @@ def report(synth_result: Synth) -> dict[str, Any]:
 def test_shipped_environments_have_no_unacknowledged_finding(env_name: str, request: pytest.FixtureRequest) -> None:
     # The fixture's synth would have raised on any error; warnings would still be listed in the report.
     result: Synth = request.getfixturevalue(env_name)
+    # A clean synth's report lists no plugin; each pack's failure test below shows that it runs.
     violations = [v for plugin in report(result)["pluginReports"] for v in plugin["violations"]]
     assert violations == []
+
+
+def test_the_nist_pack_runs_and_fails_the_synth(tmp_path: Path) -> None:
+    _app, stack = synth("dev", tmp_path)
+    alarm = cloudwatch.Alarm(stack, "Unwatched", metric=cloudwatch.Metric(namespace="X", metric_name="Y"),
+                             threshold=1, evaluation_periods=1)  # no action: NIST CloudWatchAlarmAction
+    assert alarm.alarm_arn
+    with pytest.raises(Exception, match=r"NIST\.800\.53\.R5-CloudWatchAlarmAction"):
+        Template.from_stack(stack)
+    failed = json.loads((tmp_path / "validation-report.json").read_text())["pluginReports"]
+    nist = {v["ruleName"] for plugin in failed if plugin["pluginName"] == "NIST.800.53.R5"
+            for v in plugin["violations"]}
+    assert nist == {"NIST.800.53.R5-CloudWatchAlarmAction"}
+
+
+def test_every_nist_finding_of_the_variant_is_acknowledged_on_its_resource(variant: Synth) -> None:
+    rules = {finding for construct in variant.stack.node.find_all() for finding in acknowledgements(construct)
+             if finding.startswith("NIST.800.53.R5-")}
+    assert {"NIST.800.53.R5-IAMNoInlinePolicy", "NIST.800.53.R5-CloudWatchAlarmAction",
+            "NIST.800.53.R5-LambdaDLQ", "NIST.800.53.R5-S3BucketReplicationEnabled"} <= rules
+    assert [v for plugin in report(variant)["pluginReports"] for v in plugin["violations"]] == []
 
 
 def test_the_check_runs_and_fails_the_synth(tmp_path: Path) -> None:

@@ -7,12 +7,15 @@ import json
 from typing import Any
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match
 from aws_cdk.region_info import RegionInfo
 from cdk_support import Synth, as_list
 
 from stacks.build import CONTAINER_DIR
 from stacks.decision_image import DEFAULT_BUILD_ARGS, image_tag, source_fingerprint
+from stacks.iam_hardening import confine_service_trust
 from stacks.timeouts import derive_timeouts
 
 KINDS = ("Chat", "Decision")
@@ -120,8 +123,8 @@ def test_gpu_offloads_all_layers_on_a_recent_inference_ami(dev: Synth, prod: Syn
         assert "InferenceAmiVersion" not in cpu_config["Properties"]["ProductionVariants"][0]
 
 
-def test_endpoint_configs_use_the_stack_key_where_the_instance_allows_one(dev: Synth, prod: Synth) -> None:
-    key_id, _ = dev.one("AWS::KMS::Key", "/Key")
+def test_endpoint_configs_use_the_data_key_where_the_instance_allows_one(dev: Synth, prod: Synth) -> None:
+    key_id, _ = dev.one("AWS::KMS::Key", "/DataKey")
     for kind in KINDS:
         _, config = dev.one("AWS::SageMaker::EndpointConfig", f"/{kind}/Config")
         assert config["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
@@ -320,3 +323,10 @@ def test_no_secret_reaches_the_template(both: Synth) -> None:
         assert word not in text
     both.template.has_resource_properties("AWS::SageMaker::Model", Match.object_like({
         "PrimaryContainer": Match.object_like({"Mode": "SingleModel"})}))
+
+
+def test_a_role_trusting_a_service_without_a_known_source_condition_fails_the_synth() -> None:
+    stack = Stack(App(), "Trust")
+    iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+    with pytest.raises(ValueError, match=r"no confused-deputy condition known for ec2\.amazonaws\.com"):
+        confine_service_trust(stack)

@@ -58,7 +58,7 @@ def test_vpc_mode_places_both_models_in_the_subnets_with_private_service_endpoin
 
 
 def test_data_capture_writes_encrypted_to_a_locked_down_bucket(variant: Synth) -> None:
-    key_id, _ = variant.one("AWS::KMS::Key", "/Key")
+    key_id, _ = variant.one("AWS::KMS::Key", "/DataKey")
     bucket_id, bucket = variant.one("AWS::S3::Bucket", "/DataCapture/Bucket")
     props = bucket["Properties"]
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
@@ -80,4 +80,4 @@ def test_data_capture_writes_encrypted_to_a_locked_down_bucket(variant: Synth) -
     assert "DataCaptureConfig" not in decision["Properties"], "capture is per endpoint, off unless asked"
     _, chat_policy = variant.one("AWS::IAM::Policy", "/Chat/ExecutionPolicy")
     sids = {s["Sid"] for s in chat_policy["Properties"]["PolicyDocument"]["Statement"]}
-    assert {"WriteDataCapture", "EncryptDataCapture", "VpcNetworkInterfaces"} <= sids
+    assert {"WriteDataCapture", "EncryptDataCapture", "CreateInterfacesInTheConfiguredSubnets"} <= sids

@@ -151,3 +151,55 @@ def test_cli_refusal_is_one_line_with_file_and_rule(make_gguf, make_tarball):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert str(tarball) in result.stderr and "exactly one is allowed" in result.stderr
+
+
+def test_a_truncated_gguf_is_refused_when_packaging_checking_and_by_the_cli(tmp_path, make_tarball):
+    """The model cut to half its size used to package with exit 0 and fail only on the endpoint."""
+    half = embedded_model_path().read_bytes()[: embedded_model_path().stat().st_size // 2]
+    model = tmp_path / "half.gguf"
+    model.write_bytes(half)
+    with pytest.raises(ModelFileError, match=r"half\.gguf: truncated: the header describes 272 tensors ending "
+                                             r"at byte 98,362,432, but the file has 49,181,216 bytes"):
+        build_tarball(model, tmp_path / "out.tar.gz")
+    assert not (tmp_path / "out.tar.gz").exists()
+    with pytest.raises(ModelFileError, match=r"model\.tar\.gz:model\.gguf: truncated"):
+        check_tarball(make_tarball([("model.gguf", half)]))
+    result = run_cli(str(model), "-o", str(tmp_path / "cli.tar.gz"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "half.gguf: truncated" in result.stderr
+
+
+def test_a_truncated_shard_is_refused(make_gguf, tmp_path):
+    first = make_gguf("split/big-00001-of-00002.gguf")
+    second = make_gguf("split/big-00002-of-00002.gguf")
+    second.write_bytes(second.read_bytes()[:-16])
+    with pytest.raises(ModelFileError, match=r"big-00002-of-00002\.gguf: truncated"):
+        build_tarball(first, tmp_path / "out.tar.gz")
+
+
+def test_a_directory_is_called_a_directory_not_a_missing_file(tmp_path):
+    (tmp_path / "models").mkdir()
+    result = run_cli(str(tmp_path / "models"), "-o", str(tmp_path / "out.tar.gz"))
+    assert result.returncode == 2
+    assert "models: is a directory, not a model file; give the .gguf file inside it" in result.stderr
+    checked = run_cli("--check", str(tmp_path / "models"))
+    assert checked.returncode == 2 and "is a directory, not a model.tar.gz" in checked.stderr
+    with pytest.raises(ModelFileError, match="is a directory, not a model file"):
+        resolve_model_path(str(tmp_path / "models"), tmp_path)
+    missing = run_cli(str(tmp_path / "absent.gguf"), "-o", str(tmp_path / "out.tar.gz"))
+    assert "absent.gguf: a model file does not exist" in missing.stderr
+
+
+def test_a_gguf_without_the_gguf_suffix_is_told_to_be_renamed(tmp_path):
+    model = tmp_path / "model.bin"
+    model.write_bytes(embedded_model_path().read_bytes()[:4096])
+    result = run_cli(str(model), "-o", str(tmp_path / "out.tar.gz"))
+    assert result.returncode == 2
+    assert "model.bin: the model file name must end in .gguf" in result.stderr
+    assert "no model .gguf file" not in result.stderr
+
+
+def test_a_projector_must_be_named_like_one(make_gguf, tmp_path):
+    model, projector = make_gguf("m.gguf"), make_gguf("vision.gguf")
+    with pytest.raises(ModelFileError, match=r"vision\.gguf: a projector file is named mmproj\*\.gguf"):
+        build_tarball(model, tmp_path / "out.tar.gz", projector=projector)

@@ -44,8 +44,15 @@ def policy_statements(synth: Synth) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield logical_id, statement
 
 
-def stack_key(synth: Synth) -> dict[str, Any]:
-    key_id, _ = synth.one("AWS::KMS::Key", "/Key")
+def build_key(synth: Synth) -> dict[str, Any]:
+    """The key of the image repository and its build (stacks/keys.py)."""
+    key_id, _ = synth.one("AWS::KMS::Key", "/Key/")
+    return {"Fn::GetAtt": [key_id, "Arn"]}
+
+
+def data_key(synth: Synth) -> dict[str, Any]:
+    """The key of logs, captured data and endpoint volumes, which the build may not use."""
+    key_id, _ = synth.one("AWS::KMS::Key", "/DataKey/")
     return {"Fn::GetAtt": [key_id, "Arn"]}
 
 
@@ -132,7 +139,7 @@ def test_repositories_are_immutable_and_scanned_on_push(synthesized: Synth) -> N
         props = repository["Properties"]
         assert props["ImageTagMutability"] == "IMMUTABLE"
         assert props["ImageScanningConfiguration"] == {"ScanOnPush": True}
-        assert props["EncryptionConfiguration"]["KmsKey"] == stack_key(synthesized)
+        assert props["EncryptionConfiguration"]["KmsKey"] == build_key(synthesized)
 
 
 def test_build_projects_are_encrypted_logged_and_only_the_image_build_is_privileged(synthesized: Synth) -> None:
@@ -140,7 +147,7 @@ def test_build_projects_are_encrypted_logged_and_only_the_image_build_is_privile
     privileged = []
     for logical_id, project in synthesized.resources("AWS::CodeBuild::Project").items():
         props = project["Properties"]
-        assert props["EncryptionKey"] == stack_key(synthesized), logical_id
+        assert props["EncryptionKey"] == build_key(synthesized), logical_id
         logs = props["LogsConfig"]["CloudWatchLogs"]
         assert logs["Status"] == "ENABLED" and groups[logs["GroupName"]["Ref"]]["Properties"]["RetentionInDays"] > 0
         if props["Environment"].get("PrivilegedMode"):
@@ -152,7 +159,7 @@ def test_build_projects_are_encrypted_logged_and_only_the_image_build_is_privile
 
 # --- Encryption at rest ------------------------------------------------------------------------------------------
 
-def test_endpoint_configs_use_the_stack_key_unless_the_instance_keeps_its_data_on_local_storage(
+def test_endpoint_configs_use_the_data_key_unless_the_instance_keeps_its_data_on_local_storage(
         synthesized: Synth) -> None:
     configs = synthesized.resources("AWS::SageMaker::EndpointConfig")
     assert len(configs) == 2
@@ -161,10 +168,10 @@ def test_endpoint_configs_use_the_stack_key_unless_the_instance_keeps_its_data_o
         if describe_instance(instance_type).local_storage:
             assert "KmsKeyId" not in config["Properties"], logical_id
         else:
-            assert config["Properties"]["KmsKeyId"] == stack_key(synthesized), logical_id
+            assert config["Properties"]["KmsKeyId"] == data_key(synthesized), logical_id
         capture = config["Properties"].get("DataCaptureConfig")
         if capture:
-            assert capture["KmsKeyId"] == stack_key(synthesized)
+            assert capture["KmsKeyId"] == data_key(synthesized)
 
 
 def test_the_sagemaker_api_reference_still_says_a_key_does_not_cover_local_storage() -> None:
@@ -177,13 +184,13 @@ def test_the_sagemaker_api_reference_still_says_a_key_does_not_cover_local_stora
             or "You can't request a KmsKeyId when using an instance type with local storage" in text)
 
 
-def test_every_log_group_is_retained_and_encrypted_with_the_stack_key(synthesized: Synth) -> None:
+def test_every_log_group_is_retained_and_encrypted_with_the_data_key(synthesized: Synth) -> None:
     groups = synthesized.resources("AWS::Logs::LogGroup")
     assert len(groups) >= 7
     for logical_id, group in groups.items():
-        assert group["Properties"]["KmsKeyId"] == stack_key(synthesized), logical_id
+        assert group["Properties"]["KmsKeyId"] == data_key(synthesized), logical_id
         assert group["Properties"]["RetentionInDays"] == synthesized.stack.deployment.env.log_retention_days
-    _, key = synthesized.one("AWS::KMS::Key", "/Key")
+    _, key = synthesized.one("AWS::KMS::Key", "/DataKey/")
     statements = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
     logs = statements["CloudWatchLogsOfThisAccount"]
     assert logs["Principal"] == {"Service": {"Fn::Join": ["", ["logs.us-east-1.", {"Ref": "AWS::URLSuffix"}]]}}
@@ -286,3 +293,134 @@ def test_without_vpc_mode_no_endpoint_is_made(dev: Synth, prod: Synth) -> None:
     for synth in (dev, prod):
         assert synth.resources("AWS::EC2::VPCEndpoint") == {}
         assert all("VpcConfig" not in m["Properties"] for m in synth.resources("AWS::SageMaker::Model").values())
+
+
+# --- Issue 13: trust, keys, the build waiter, VPC interfaces, the model's bucket ----------------------------------
+
+# What Step Functions' execution logging needs on "*" (AWS's documented policy; no resource-level permissions).
+LOG_DELIVERY_ACTIONS = {"logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery",
+                        "logs:DeleteLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy",
+                        "logs:DescribeResourcePolicies", "logs:DescribeLogGroups"}
+
+def key_policies(synth: Synth) -> Iterator[tuple[str, dict[str, Any]]]:
+    for logical_id, key in synth.resources("AWS::KMS::Key").items():
+        for statement in key["Properties"]["KeyPolicy"]["Statement"]:
+            yield logical_id, statement
+
+
+def test_no_key_policy_statement_has_a_wildcard_action_or_principal(synthesized: Synth) -> None:
+    """CDK's default key policy gives the account kms:*; ours name each action (stacks/keys.py)."""
+    seen = 0
+    for logical_id, statement in key_policies(synthesized):
+        seen += 1
+        assert "NotAction" not in statement and "NotPrincipal" not in statement, logical_id
+        for action in as_list(statement["Action"]):
+            assert "*" not in action, f"{logical_id}: {action} in its key policy"
+        assert statement["Principal"] not in ("*", {"AWS": "*"}), logical_id
+    assert seen >= 5
+
+
+def test_the_build_can_use_the_build_key_and_never_the_data_key(synthesized: Synth) -> None:
+    build_role, _ = synthesized.one("AWS::IAM::Role", "/DecisionImage/Build/Role")
+    own = statements_of_role(synthesized, build_role)
+    granted = [s for s in own if any(a.startswith("kms:") for a in as_list(s["Action"]))]
+    assert [s["Resource"] for s in granted] == [build_key(synthesized)]
+    data_key_id = data_key(synthesized)["Fn::GetAtt"][0]
+    assert data_key_id not in json.dumps(own), "no statement of the build role names the data key"
+    _, key = synthesized.one("AWS::KMS::Key", "/DataKey/")
+    denies = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if s["Effect"] == "Deny"]
+    assert denies == [{"Sid": "TheImageBuildNeverUsesThisKey", "Effect": "Deny", "Resource": "*",
+                       "Principal": {"AWS": {"Fn::GetAtt": [build_role, "Arn"]}},
+                       "Action": sorted(denies[0]["Action"])}]
+    assert {"kms:Decrypt", "kms:CreateGrant", "kms:ReEncryptFrom"} <= set(denies[0]["Action"])
+
+
+def statements_of_role(synth: Synth, role_id: str) -> list[dict[str, Any]]:
+    found = []
+    for policy in synth.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+def test_every_service_trust_policy_names_the_source_account_and_arn(synthesized: Synth) -> None:
+    arn_services = {"sagemaker.amazonaws.com": ":sagemaker:", "codebuild.amazonaws.com": ":codebuild:",
+                    "states.amazonaws.com": ":states:"}
+    roles = synthesized.resources("AWS::IAM::Role")
+    assert len(roles) >= 9
+    for logical_id, role in roles.items():
+        (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        service = statement["Principal"]["Service"]
+        condition = statement["Condition"]
+        assert condition["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}, logical_id
+        if service in arn_services:
+            arn = json.dumps(condition["ArnLike"]["aws:SourceArn"])
+            assert arn_services[service] in arn and "AWS::AccountId" in arn and ":us-east-1:" in arn, logical_id
+        else:
+            assert service == "lambda.amazonaws.com" and set(condition) == {"StringEquals"}, logical_id
+
+
+def test_the_build_waiters_check_reads_builds_and_cannot_start_one(synthesized: Synth) -> None:
+    check_role, _ = synthesized.one("AWS::IAM::Role", "/DecisionImage/CheckBuild/Role")
+    start_role, _ = synthesized.one("AWS::IAM::Role", "/DecisionImage/StartBuild/Role")
+    check = [a for s in statements_of_role(synthesized, check_role) for a in as_list(s["Action"])]
+    assert "codebuild:BatchGetBuilds" in check and "codebuild:StartBuild" not in check
+    starters = [logical_id for logical_id, s in policy_statements(synthesized)
+                if "codebuild:StartBuild" in as_list(s["Action"])]
+    assert len(starters) == 1 and {"Ref": start_role} in synthesized.json["Resources"][starters[0]]["Properties"][
+        "Roles"]
+
+
+def test_the_waiter_state_machine_writes_only_to_its_own_log_group(synthesized: Synth) -> None:
+    _, machine = synthesized.one("AWS::StepFunctions::StateMachine", "/BuildWaiter/waiter-state-machine")
+    log_group = machine["Properties"]["LoggingConfiguration"]["Destinations"][0]["CloudWatchLogsLogGroup"][
+        "LogGroupArn"]
+    _, policy = synthesized.one("AWS::IAM::Policy", "/BuildWaiter/waiter-state-machine/Role/DefaultPolicy")
+    for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+        actions = as_list(statement["Action"])
+        if {"logs:CreateLogStream", "logs:PutLogEvents"} & set(actions):
+            assert statement["Resource"] == log_group and sorted(actions) == ["logs:CreateLogStream",
+                                                                             "logs:PutLogEvents"]
+        elif statement["Resource"] == "*":
+            assert set(actions) == LOG_DELIVERY_ACTIONS, actions
+
+
+def test_vpc_interfaces_are_created_only_in_the_configured_subnets_and_groups(variant: Synth) -> None:
+    vpc = variant.stack.deployment.env.vpc
+    assert vpc is not None
+    for kind in ("Chat", "Decision"):
+        _, policy = variant.one("AWS::IAM::Policy", f"/{kind}/ExecutionPolicy")
+        by_sid = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+        create = by_sid["CreateInterfacesInTheConfiguredSubnets"]
+        assert create["Action"] == "ec2:CreateNetworkInterface"
+        resources = [json.dumps(r) for r in create["Resource"]]
+        named = sorted(r.split(":")[-1].rstrip('"]}') for r in resources if "network-interface" not in r)
+        assert named == sorted([f"subnet/{s}" for s in vpc.subnet_ids] +
+                               [f"security-group/{g}" for g in vpc.security_group_ids])
+        assert by_sid["ManageTheInterfaces"]["Resource"] == {"Fn::Join": ["", [
+            "arn:aws:ec2:us-east-1:", {"Ref": "AWS::AccountId"}, ":network-interface/*"]]}
+        assert all(a.startswith("ec2:Describe") for a in by_sid["DescribeTheNetwork"]["Action"])
+        assert "*" not in [r for s in by_sid.values() if s["Sid"] != "DescribeTheNetwork" and "ec2" in str(
+            s["Action"]) for r in as_list(s["Resource"])]
+
+
+def test_the_model_is_read_only_from_a_bucket_of_its_expected_owner(synthesized: Synth) -> None:
+    for kind in ("Chat", "Decision"):
+        _, policy = synthesized.one("AWS::IAM::Policy", f"/{kind}/ExecutionPolicy")
+        read = next(s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadModelArtifact")
+        assert read["Condition"] == {"StringEquals": {"s3:ResourceAccount": {"Ref": "AWS::AccountId"}}}
+    checks = synthesized.resources("Custom::ModelArtifactPin")
+    if synthesized.stack.deployment.env.model.source == "s3":
+        (check,) = checks.values()
+        assert check["Properties"]["ExpectedBucketOwner"] == {"Ref": "AWS::AccountId"}
+    else:
+        assert checks == {}, "a CDK asset lives in this account's bootstrap bucket: nothing to check at deploy"
+
+
+def test_every_decision_instance_gets_the_digest_to_verify_and_the_chat_container_none(synthesized: Synth) -> None:
+    artifact = synthesized.stack.artifact.artifact
+    assert artifact.model_sha256, "dev/prod hash the embedded model; the variant's S3 model declares its sha256"
+    _, decision = synthesized.one("AWS::SageMaker::Model", "/Decision/Model")
+    _, chat = synthesized.one("AWS::SageMaker::Model", "/Chat/Model")
+    assert decision["Properties"]["PrimaryContainer"]["Environment"]["SEMIF_MODEL_SHA256"] == artifact.model_sha256
+    assert "SEMIF_MODEL_SHA256" not in chat["Properties"]["PrimaryContainer"]["Environment"]
