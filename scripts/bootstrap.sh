@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up shared by `make demo` and `make test`: venv, pinned Python packages,
-# llama.cpp (server + library, cached per user), the embedded model and the CDK CLI.
+# llama.cpp (server + library, cached per user), the embedded model, the CDK CLI and the
+# Debian packages that build and run the decision image in the tests.
 # Each step is skipped when its inputs are unchanged, so a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,4 +46,20 @@ fi
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "installing the pinned AWS CDK CLI (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# The image test (tests/image) builds container/ with buildah on a stand-in base made by mmdebstrap, and runs
+# it with podman on runc. Debian packages, named as the commands; the package lists are fetched only if one is
+# missing.
+missing_tools=()
+for tool in buildah podman runc mmdebstrap; do
+  command -v "$tool" > /dev/null || missing_tools+=("$tool")
+done
+if [ "${#missing_tools[@]}" -gt 0 ]; then
+  step "installing ${missing_tools[*]} (Debian packages of the image test)"
+  as_root=()
+  [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing_tools[@]}" > /dev/null
 fi

@@ -29,6 +29,7 @@ from semif_adapter.settings import (
     load_settings,
 )
 
+from .cuda_architectures import CUDA_ARCHITECTURES
 from .instances import Accelerator, InstanceTypeError, describe_instance, inference_ami_versions, instance_memory
 
 CONTEXT_KEY = "semif"  # cdk.json: context.semif = {app_name, environments: {NAME: {...}}}
@@ -207,12 +208,32 @@ class S3Model(_Strict):
 ModelSource = Annotated[EmbeddedModel | GgufModel | TarballModel | S3Model, Field(discriminator="source")]
 
 
-class DlcImage(_Strict):
-    """The stock llama.cpp DLC; the registry account comes from CDK's region facts, not from here."""
+_ECR_REPOSITORY = re.compile(r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*")
+_IMAGE_TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+IMAGE_DIGEST = r"^sha256:[0-9a-f]{64}$"
 
-    repository: str = Field("llama-cpp", pattern=r"^[a-z0-9][a-z0-9._/-]*$")
-    cpu_tag: str = Field("server-sagemaker-cpu-v1", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-    cuda_tag: str = Field("server-sagemaker-cuda-v1", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+class DlcImage(_Strict):
+    """The stock llama.cpp DLC; the registry account comes from CDK's region facts, not from here.
+
+    `digest` pins the image of the environment's accelerator (the `cpu_tag` or `cuda_tag` image): both endpoints
+    then run exactly that build, and the decision image's tag changes with it. Without it, `-v1` is a moving
+    tag (README, "The decision image").
+    """
+
+    repository: str = Field("llama-cpp", max_length=256)
+    cpu_tag: str = Field("server-sagemaker-cpu-v1", pattern=_IMAGE_TAG)
+    cuda_tag: str = Field("server-sagemaker-cuda-v1", pattern=_IMAGE_TAG)
+    digest: str | None = Field(None, pattern=IMAGE_DIGEST)
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        if not _ECR_REPOSITORY.fullmatch(value):
+            raise ValueError(f"{value!r} is not an ECR repository name: lower-case letters and digits in "
+                             "'/'-separated parts, each part joined by single '.', '_' or '-' (no '..', no "
+                             "empty part)")
+        return value
 
 
 class Autoscaling(_Strict):
@@ -322,6 +343,18 @@ class Vpc(_Strict):
 BUILD_ARG_SECRET = ("looks like a secret; build args are a plain-text environment variable of the CodeBuild "
                     "project (readable in the template and with codebuild:BatchGetProjects) and end up in the image "
                     "history")
+_BUILD_ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Build args the stack sets itself, and the key that configures each.
+STACK_BUILD_ARGS = {"BASE_IMAGE": "dlc_image and accelerator", "BUILDER_IMAGE": "image_build.cuda_builder_image"}
+# Docker Hub's CUDA devel image matching the CUDA DLC (13.0.2 on Amazon Linux 2023): nvcc for the bindings.
+CUDA_BUILDER_IMAGE = "nvidia/cuda:13.0.2-devel-amzn2023"
+_IMAGE_REFERENCE = re.compile(r"(?:[a-z0-9.-]+(?::\d+)?/)?[a-z0-9]+(?:[._/-][a-z0-9]+)*"
+                              r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?")
+
+
+def control_characters(text: str) -> list[str]:
+    """The control characters in `text` as U+XXXX, each once (a newline in a build arg becomes a new argument)."""
+    return sorted({f"U+{ord(char):04X}" for char in CONTROL_CHARACTER.findall(text)})
 
 
 class ImageBuild(_Strict):
@@ -330,17 +363,29 @@ class ImageBuild(_Strict):
     compute_type: Literal["small", "medium", "large", "xlarge", "2xlarge"] = "large"
     # The custom resource waiting for the build has at most one hour in all (Provider framework limit).
     timeout_minutes: int = Field(40, ge=10, le=50)
-    # Extra `docker build --build-arg`s; None: the defaults for the accelerator (decision_image.py).
-    build_args: dict[str, str] | None = None
+    # The GPU variant's builder stage (nvcc); point it at a mirror to avoid Docker Hub's anonymous pull limits.
+    cuda_builder_image: str = CUDA_BUILDER_IMAGE
+    # `docker build --build-arg`s added to the accelerator's defaults (decision_image.build_args_for).
+    build_args: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("cuda_builder_image")
+    @classmethod
+    def _builder_image(cls, value: str) -> str:
+        if not _IMAGE_REFERENCE.fullmatch(value):
+            raise ValueError(f"{value!r} is not an image reference (registry/repository:tag or @sha256:...)")
+        return value
 
     @field_validator("build_args")
     @classmethod
-    def _build_args(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        for key, arg in (value or {}).items():
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-                raise ValueError(f"{key!r} is not a Docker build-arg name")
-            if key == "BASE_IMAGE":
-                raise ValueError("BASE_IMAGE is set by the stack from dlc_image and accelerator")
+    def _build_args(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, arg in value.items():
+            if not _BUILD_ARG_NAME.fullmatch(key):
+                raise ValueError(f"{key!r} is not a Docker build-arg name (letters, digits and '_')")
+            if key in STACK_BUILD_ARGS:
+                raise ValueError(f"{key} is set by the stack from {STACK_BUILD_ARGS[key]}")
+            if found := control_characters(arg):
+                raise ValueError(f"{key}: the value holds control characters ({', '.join(found)}); each build "
+                                 "arg must stay one `docker build` argument")
             if SECRET_WORDS.search(key.upper()) or SECRET_VALUES.search(arg):
                 raise ValueError(f"{key}: {BUILD_ARG_SECRET}")
         return value
@@ -446,6 +491,7 @@ def check_environment(env: Environment) -> list[tuple[str, str]]:
         problems.append(("region", f"CDK knows no Deep Learning Containers registry in {env.region}"))
     problems += _check_accelerator(env)
     problems += _check_model_source(env)
+    problems += _check_image_build(env)
     for kind in ENDPOINT_KINDS:
         problems += _check_endpoint(env, kind)
     problems += _check_llama_env("llama_env", env.llama_env)
@@ -476,6 +522,41 @@ def _check_accelerator(env: Environment) -> list[tuple[str, str]]:
         return [("inference_ami_version", f"{env.inference_ami_version} has a driver too old for the DLC's "
                                           f"CUDA 13 image; use one of {sorted(CUDA13_AMI_VERSIONS)}")]
     return []
+
+
+# The CUDA variant of the image compiles ggml's CUDA kernels with nvcc on top of the CPU build (which alone takes
+# minutes on 2 cores: README, "The image test") and pulls two multi-GB CUDA images first. A floor, not a measurement
+# of the CUDA build (no GPU build ran here).
+GPU_BUILD_MIN_MINUTES = 30
+GPU_BUILD_TOO_SMALL = {"small": "2 vCPUs and 4 GiB of memory"}
+
+
+def _check_image_build(env: Environment) -> list[tuple[str, str]]:
+    """A CUDA image build that cannot finish in its CodeBuild project is refused before anything is deployed."""
+    if env.accelerator != "gpu":
+        return []
+    build = env.image_build
+    problems: list[tuple[str, str]] = []
+    if build.compute_type in GPU_BUILD_TOO_SMALL:
+        problems.append(("image_build.compute_type",
+                         f"{build.compute_type} ({GPU_BUILD_TOO_SMALL[build.compute_type]}) cannot build the CUDA "
+                         "image: nvcc compiles ggml's CUDA kernels on top of the CPU build, which alone takes "
+                         "minutes on 2 cores, and parallel nvcc jobs need more memory than that; use large (the "
+                         "default) or bigger"))
+    if build.timeout_minutes < GPU_BUILD_MIN_MINUTES:
+        problems.append(("image_build.timeout_minutes",
+                         f"{build.timeout_minutes} minutes is too short for the CUDA image: the build pulls the CUDA "
+                         "builder and the CUDA DLC (several GB each) and compiles the CUDA kernels; CodeBuild stops it "
+                         f"at the timeout and the deployment fails; use at least {GPU_BUILD_MIN_MINUTES}"))
+    try:
+        family = describe_instance(env.decision.instance_type).family
+    except InstanceTypeError:
+        return problems  # reported under decision.instance_type
+    if family not in CUDA_ARCHITECTURES:
+        problems.append(("decision.instance_type", f"no CUDA architecture is known for instance family {family!r} "
+                                                   "(stacks/cuda_architectures.py), so the image cannot be built "
+                                                   "for it"))
+    return problems
 
 
 def _check_endpoint(env: Environment, kind: EndpointKind) -> list[tuple[str, str]]:

@@ -2,8 +2,10 @@
 
 Why CodeBuild and not a CDK Docker asset: the base image lives in the AWS DLC registry, which needs a
 `docker login` that CDK's asset publishing cannot do (aws/aws-cdk#17268). The image tag is a hash of the
-Docker build context (`container/`) and of the base image URI, so the image is rebuilt exactly when one of
-them changes, and never pushed twice under a tag (the repository's tags are immutable).
+Docker build context (`container/`), of the base image URI (which holds `dlc_image.digest` when it is pinned)
+and of the build args, so the image is rebuilt exactly when one of them changes, and never pushed twice under
+a tag (the repository's tags are immutable). An unpinned `-v1` base can move under an unchanged tag: see the
+README ("The decision image").
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from aws_cdk import AssetHashType, CustomResource, Duration, RemovalPolicy, Stack
@@ -24,9 +28,10 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from .config import ImageBuild
+from .cuda_architectures import cuda_architectures
 from .dlc import DlcRegistry
 from .handler_function import HandlerFunction
-from .instances import Accelerator
+from .instances import Accelerator, describe_instance
 from .log_groups import LogSettings
 from .nag import accept_redundant_depends_on, acknowledge, acknowledge_provider
 
@@ -37,13 +42,12 @@ ASSET_EXCLUDES = [*(f"**/{name}" for name in sorted(EXCLUDED_DIRS)), *(f"**/*{en
 QUERY_INTERVAL = Duration.seconds(30)
 WAITER_MARGIN_MINUTES = 10  # queueing and provisioning of the build host, on top of the build timeout
 KEPT_IMAGES = 20
-# `docker build --build-arg`s per accelerator when the config gives none: the CUDA variant builds the
-# bindings' libllama with CUDA in a CUDA devel image (see the header of container/Dockerfile).
-DEFAULT_BUILD_ARGS: dict[str, dict[str, str]] = {
-    "cpu": {},
-    "gpu": {"BUILDER_IMAGE": "nvidia/cuda:13.0.2-devel-amzn2023",
-            "LLAMA_CMAKE_ARGS": "-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=75;80;86;89;90"},
-}
+# Added to by the configuration instead of replaced (CMake keeps the last -D of a name, so a configured
+# -DCMAKE_CUDA_ARCHITECTURES=... still wins over the derived one).
+APPENDED_BUILD_ARGS = frozenset({"LLAMA_CMAKE_ARGS"})
+# A builder image in ECR (a mirror or pull-through cache of Docker Hub's): the build logs in and may pull it.
+_ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.(?P<domain>amazonaws\.com(?:\.cn)?)"
+                        r"/(?P<repository>[^:@]+)")
 COMPUTE_TYPES = {
     "small": codebuild.ComputeType.SMALL, "medium": codebuild.ComputeType.MEDIUM,
     "large": codebuild.ComputeType.LARGE, "xlarge": codebuild.ComputeType.X_LARGE,
@@ -71,8 +75,20 @@ def source_fingerprint(context_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def build_args_for(build: ImageBuild, accelerator: Accelerator) -> dict[str, str]:
-    return dict(sorted((build.build_args if build.build_args is not None else DEFAULT_BUILD_ARGS[accelerator]).items()))
+def build_args_for(build: ImageBuild, accelerator: Accelerator, instance_types: Sequence[str]) -> dict[str, str]:
+    """The `docker build --build-arg`s: the accelerator's defaults, with the configured `build_args` added.
+
+    GPU: the CUDA builder image and `-DGGML_CUDA=ON` for the CUDA architectures of the instance types the image
+    serves (the Dockerfile always keeps its portable CPU flags in front of LLAMA_CMAKE_ARGS).
+    """
+    args: dict[str, str] = {}
+    if accelerator == "gpu":
+        families = [describe_instance(instance_type).family for instance_type in instance_types]
+        args = {"BUILDER_IMAGE": build.cuda_builder_image,
+                "LLAMA_CMAKE_ARGS": f"-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES={cuda_architectures(families)}"}
+    for key, value in build.build_args.items():
+        args[key] = f"{args[key]} {value}" if key in APPENDED_BUILD_ARGS and key in args else value
+    return dict(sorted(args.items()))
 
 
 def image_tag(source_digest: str, base_image: str, accelerator: Accelerator,
@@ -83,27 +99,40 @@ def image_tag(source_digest: str, base_image: str, accelerator: Accelerator,
     return f"{'cuda' if accelerator == 'gpu' else 'cpu'}-{digest[:24]}"
 
 
+# Writes one NUL-terminated `--build-arg=KEY=VALUE` per build arg (values may hold spaces and semicolons); refuses
+# control characters, which config validation already refused, in case the variable was edited by hand.
+BUILD_ARGS_PARSER = """\
+import json, os, sys, unicodedata
+for key, value in json.loads(os.environ["DOCKER_BUILD_ARGS_JSON"]).items():
+    if any(unicodedata.category(char) == "Cc" for char in key + value):
+        sys.exit(f"build arg {key!r}: control characters are refused")
+    sys.stdout.write(f"--build-arg={key}={value}\\0")"""
+
+
 def build_spec() -> codebuild.BuildSpec:
     """One script, so an early `exit 0` (image already there) ends the build successfully.
 
     The project has no CodeBuild source: the script fetches the context zip itself, so the role needs
-    `s3:GetObject` on that one object instead of CDK's bucket-wide read grant.
+    `s3:GetObject` on that one object instead of CDK's bucket-wide read grant. The build args are parsed into a
+    file first: `set -e` does not see a failure inside `mapfile < <(...)`, but it does see this redirection.
     """
     script = "\n".join([
         "set -euo pipefail",
         'if aws ecr describe-images --repository-name "$REPOSITORY_NAME" --image-ids imageTag="$IMAGE_TAG" '
         '>/dev/null 2>&1; then echo "$REPOSITORY_URI:$IMAGE_TAG is already in ECR"; exit 0; fi',
         'work="$(mktemp -d)"',
+        "python3 - > \"$work/build-args\" <<'PY'",
+        BUILD_ARGS_PARSER,
+        "PY",
+        "mapfile -d '' -t build_args < \"$work/build-args\"",
         'aws s3 cp --only-show-errors "s3://$SOURCE_BUCKET/$SOURCE_KEY" "$work/context.zip"',
         'unzip -q "$work/context.zip" -d "$work/context" && cd "$work/context"',
-        'aws ecr get-login-password --region "$AWS_DEFAULT_REGION" '
-        '| docker login --username AWS --password-stdin "$DLC_REGISTRY"',
-        'aws ecr get-login-password --region "$AWS_DEFAULT_REGION" '
-        '| docker login --username AWS --password-stdin "${REPOSITORY_URI%%/*}"',
-        # One argv element per --build-arg=KEY=VALUE: values may hold spaces and semicolons.
-        "mapfile -t build_args < <(python3 -c 'import json, os; "
-        "args = json.loads(os.environ[\"DOCKER_BUILD_ARGS_JSON\"]); "
-        "[print(f\"--build-arg={k}={v}\") for k, v in args.items()]')",
+        # The DLC registry, this stack's registry and an ECR builder image's (a Docker Hub mirror), if any.
+        'for registry in "$DLC_REGISTRY" "${REPOSITORY_URI%%/*}" ${BUILDER_REGISTRY:-}; do',
+        '  region="${registry#*.dkr.ecr.}"',
+        '  aws ecr get-login-password --region "${region%%.*}" '
+        '| docker login --username AWS --password-stdin "$registry"',
+        "done",
         'docker build --pull --build-arg BASE_IMAGE="$BASE_IMAGE" "${build_args[@]}" '
         '--label org.opencontainers.image.base.name="$BASE_IMAGE" -t "$REPOSITORY_URI:$IMAGE_TAG" .',
         'docker push "$REPOSITORY_URI:$IMAGE_TAG"',
@@ -118,11 +147,12 @@ def build_spec() -> codebuild.BuildSpec:
 class DecisionImage(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, context_dir: Path, registry: DlcRegistry,
                  accelerator: Accelerator, key: kms.IKey, build: ImageBuild,
-                 log_settings: LogSettings) -> None:
+                 log_settings: LogSettings, instance_types: Sequence[str]) -> None:
         super().__init__(scope, construct_id)
         self.base_image = registry.image_uri(accelerator)
         source_digest = source_fingerprint(context_dir)
-        self.build_args = build_args_for(build, accelerator)
+        self.build_args = build_args_for(build, accelerator, instance_types)
+        builder = _ECR_IMAGE.match(self.build_args.get("BUILDER_IMAGE", ""))
         self.tag = image_tag(source_digest, self.base_image, accelerator, self.build_args)
 
         self.repository = ecr.Repository(
@@ -157,6 +187,7 @@ class DecisionImage(Construct):
                 "DOCKER_BUILD_ARGS_JSON": json.dumps(self.build_args),
                 "SOURCE_BUCKET": source.s3_bucket_name,
                 "SOURCE_KEY": source.s3_object_key,
+                **({"BUILDER_REGISTRY": builder[0].split("/")[0]} if builder else {}),
             }.items()},
             encryption_key=key,
             timeout=Duration.minutes(build.timeout_minutes),
@@ -174,6 +205,14 @@ class DecisionImage(Construct):
             resources=[registry.repository_arn]))
         self.project.add_to_role_policy(iam.PolicyStatement(
             sid="FindExistingImage", actions=["ecr:DescribeImages"], resources=[self.repository.repository_arn]))
+        if builder:  # a pull-through cache also creates the repository and imports the image on the first pull
+            builder_partition = "aws-cn" if builder["domain"].endswith(".cn") else "aws"
+            self.project.add_to_role_policy(iam.PolicyStatement(
+                sid="PullBuilderImage",
+                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability",
+                         "ecr:BatchImportUpstreamImage", "ecr:CreateRepository"],
+                resources=[f"arn:{builder_partition}:ecr:{builder['region']}:{builder['account']}:repository/"
+                           f"{builder['repository']}"]))
         project_id = Stack.of(self).resolve(Stack.of(self).get_logical_id(
             self.project.node.default_child))  # type: ignore[arg-type]
         region, partition = registry.region, registry.partition

@@ -40,5 +40,8 @@ class DlcRegistry:
         return f"arn:{self.partition}:ecr:{self.region}:{self.account}:repository/{self.images.repository}"
 
     def image_uri(self, accelerator: Accelerator) -> str:
+        """The DLC image both endpoints use: by digest when `dlc_image.digest` pins it, else by its moving tag."""
+        if self.images.digest is not None:
+            return f"{self.host}/{self.images.repository}@{self.images.digest}"
         tag = self.images.cuda_tag if accelerator == "gpu" else self.images.cpu_tag
         return f"{self.host}/{self.images.repository}:{tag}"

@@ -51,7 +51,7 @@ class SemifStack(Stack):
         self.artifact = ModelArtifact(self, "ModelArtifact", artifact=artifact, log_settings=log_settings)
         self.image = DecisionImage(self, "DecisionImage", context_dir=container_dir, registry=self.registry,
                                    accelerator=env.accelerator, key=self.build_key, build=env.image_build,
-                                   log_settings=log_settings)
+                                   log_settings=log_settings, instance_types=[env.decision.instance_type])
         deny_key_use(self.data_key, self.image.project.role, "TheImageBuildNeverUsesThisKey")
         if env.vpc is not None and env.vpc.vpc_endpoints is not None:
             self.vpc_endpoints = VpcEndpoints(self, "VpcEndpoints", vpc=env.vpc)

@@ -24,7 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import jsonlines
+from . import jsonlines, metrics
 from .prompt import canonical_state
 from .request_schema import DecisionRequest, RequestError, parse_body
 from .service import Decided, DecisionService, NotReadyError, QueueFullError, ShuttingDownError
@@ -192,7 +192,7 @@ def _lines_response(lines: list[jsonlines.Line], answers: list[Decided | BaseExc
 
 
 def build_app(service: DecisionService) -> Starlette:
-    limit = service.settings.max_body_bytes
+    limit, endpoint = service.settings.max_body_bytes, service.settings.endpoint_name
 
     async def ping(_request: Request) -> Response:
         if service.ready:
@@ -223,6 +223,7 @@ def build_app(service: DecisionService) -> Starlette:
             if not many:
                 fields["decision_id"] = requests[0].decision.id
             answers = await _unless_client_leaves(request, service.decide_all(requests)) if requests else []
+            request.state.decided = [answer for answer in answers if isinstance(answer, Decided)]
         except ClientDisconnect:
             fields["client_disconnected"] = True
             return Response(status_code=499)
@@ -246,15 +247,15 @@ def build_app(service: DecisionService) -> Starlette:
                             Route("/invocations", invocations, methods=["POST"]),
                             Route("/execution-parameters", execution_parameters, methods=["GET"])],
                     exception_handlers={HTTPException: http_error})
-    app.add_middleware(RequestContext)  # type: ignore[arg-type]
+    app.add_middleware(RequestContext, endpoint=endpoint)  # type: ignore[arg-type]
     return app
 
 
 class RequestContext:
     """Request id, custom-attribute echo and the one access-log line, for every route."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, endpoint: str | None = None) -> None:
+        self.app, self.endpoint = app, endpoint
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
                        send: Callable[[Message], Awaitable[None]]) -> None:
@@ -287,3 +288,5 @@ class RequestContext:
                 LOG.info("request", extra={"fields": {
                     "request_id": request_id, "method": scope["method"], "path": scope["path"],
                     "status": status, "ms": round((time.perf_counter() - started) * 1000, 2), **fields}})
+            if scope["path"] == "/invocations":
+                metrics.emit(self.endpoint, status, scope["state"].get("decided", ()))

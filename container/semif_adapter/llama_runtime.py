@@ -17,7 +17,7 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info
+from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
 from .prompt import ANSWER_SENTINEL, SLOT_LETTERS, USER_SENTINEL, ChatFrame
 from .settings import DEFAULT_MAX_CONTEXT, Settings
 
@@ -62,17 +62,22 @@ def _forward_native_log(level: int, text: bytes, _user_data: ctypes.c_void_p) ->
 
 @cache
 def _load_backends() -> None:
-    """Register ggml's compute backends once per process, like llama.cpp's own registry.
+    """Register ggml's compute backends once per process, in the libraries the bindings loaded.
 
-    A build with GGML_BACKEND_DL keeps its CPU variants and CUDA as loadable modules beside
-    libllama; ggml only searches the executable's directory (python's) unless told where.
+    A build with GGML_BACKEND_DL keeps its CPU variants and CUDA as loadable modules beside libllama and starts
+    with an empty registry; ggml only searches the executable's directory (python's) unless told where. The
+    loader is called through the bindings' own libllama handle, so it resolves in the libggml that libllama
+    was linked against: the wheel stores each library under three names (wheels have no symlinks), and opening
+    `libggml.so` by path would map a second copy of ggml, with a registry of its own. A build with the backends
+    linked in (the shipped ones) has them registered already and loads nothing.
     """
     llama_cpp.llama_log_set(_forward_native_log, ctypes.c_void_p())
     llama_cpp.llama_backend_init()
-    library_dir = Path(llama_cpp.llama_cpp._base_path)
-    if any(library_dir.glob("libggml-cpu-*.so")) or any(library_dir.glob("libggml-cuda*.so")):
-        ggml = ctypes.CDLL(str(library_dir / "libggml.so"))
-        ggml.ggml_backend_load_all_from_path(str(library_dir).encode())
+    bindings = llama_cpp.llama_cpp._lib  # libllama as the bindings opened it, with its dependencies
+    bindings.ggml_backend_reg_count.restype = ctypes.c_size_t
+    if bindings.ggml_backend_reg_count() == 0:
+        bindings.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+        bindings.ggml_backend_load_all_from_path(str(llama_cpp.llama_cpp._base_path).encode())
 
 
 class LlamaRuntime:
@@ -83,6 +88,7 @@ class LlamaRuntime:
         try:
             with model_path.open("rb") as stream:
                 info: GGUFInfo = read_gguf_info(stream)
+            require_complete(info, model_path.stat().st_size)  # (a shard's header describes its own tensors)
         except (OSError, GGUFHeaderError) as error:
             raise RuntimeStartError(f"{model_path}: {error}") from error
         model_params = llama_cpp.llama_model_default_params()

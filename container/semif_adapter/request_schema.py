@@ -13,8 +13,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 MAX_OPTIONS = 16
 MIN_OPTIONS = 2
@@ -86,16 +85,17 @@ class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     decision: Decision
     temperature: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)] = 1.0  # no "0.5", no true
+    scoring: Scoring | None = None  # before debias: debias is checked against it
     debias: Debias = Debias.NONE
-    scoring: Scoring | None = None
 
-    @model_validator(mode="after")
-    def _debias_is_for_letters(self) -> DecisionRequest:
-        if self.debias is Debias.PERMUTE and self.scoring not in (None, Scoring.LETTERS):
-            raise PydanticCustomError("debias", "permute applies to letters; {method} scores every option's text in "
-                                      "a canonical order, so its scores never depend on the order",
-                                      {"method": self.scoring.value if self.scoring else ""})
-        return self
+    @field_validator("debias")
+    @classmethod
+    def _debias_is_for_letters(cls, debias: Debias, info: ValidationInfo) -> Debias:
+        scoring = info.data.get("scoring")
+        if debias is Debias.PERMUTE and scoring not in (None, Scoring.LETTERS):
+            raise ValueError(f"permute applies to letters; {scoring.value} scores every option's text in a "
+                             "canonical order, so its scores never depend on the order")
+        return debias
 
     def method(self, default: str) -> str:
         """The scoring method: the request's, else letters when it asks for permute (a letters knob), else

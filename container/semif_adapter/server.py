@@ -24,6 +24,7 @@ from typing import Any
 
 import uvicorn
 
+from . import metrics
 from .http_app import build_app
 from .integrity import ModelIntegrityError
 from .llama_runtime import RuntimeStartError
@@ -58,6 +59,7 @@ def configure_logging() -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
     logging.getLogger("uvicorn.access").disabled = True  # our own access line carries more
+    metrics.configure()
 
 
 class DrainingServer(uvicorn.Server):

@@ -160,7 +160,7 @@ class DecisionService:
         with self._lock:
             self._admit(len(requests))
             jobs: dict[int, Future[Decided]] = {}
-            for index in reuse_order(requests):
+            for index in reuse_order(requests, self.settings.scoring):
                 job = self._executor.submit(self._decide, requests[index], admitted_at)
                 self._pending.add(job)
                 job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
@@ -245,15 +245,13 @@ class DecisionService:
             self._runtime.close()
 
 
-def reuse_order(requests: Sequence[DecisionRequest]) -> list[int]:
-    """Indexes grouped by state, then by criterion, each group where it first appears: consecutive decisions then
-    share the longest prefix. Only the speed depends on this order, never the numbers."""
-    states: dict[str, int] = {}
-    questions: dict[tuple[str, str], int] = {}
+def reuse_order(requests: Sequence[DecisionRequest], default_method: str) -> list[int]:
+    """Indexes grouped by method (each has its own head), then state, then criterion, each group where it first
+    appears: consecutive decisions then share the longest prefix. Only the speed depends on this order."""
+    ranks: dict[tuple[str, ...], int] = {}
     keys = []
     for index, request in enumerate(requests):
-        state = canonical_state(request.decision.state)
-        state_rank = states.setdefault(state, len(states))
-        question_rank = questions.setdefault((state, request.decision.question), len(questions))
-        keys.append((state_rank, question_rank, index))
-    return [index for *_, index in sorted(keys)]
+        method, state = request.method(default_method), canonical_state(request.decision.state)
+        groups = ((method,), (method, state), (method, state, request.decision.question))
+        keys.append((*(ranks.setdefault(group, len(ranks)) for group in groups), index))
+    return [key[-1] for key in sorted(keys)]

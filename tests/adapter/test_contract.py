@@ -95,7 +95,13 @@ def test_startup_fails_clearly_with_a_truncated_model(start_adapter, tmp_path):
     with embedded_model_path().open("rb") as source:
         truncated.write_bytes(source.read(4 * 1024 * 1024))  # header intact, tensor data cut off
     message = startup_failure(start_adapter, {"SM_MODEL_DIR": str(tmp_path)})
-    assert "could not load the model" in message
+    assert "truncated" in message and "bytes missing" not in message and "missing)" in message
+
+
+def test_startup_refuses_a_model_that_is_not_the_pinned_one(start_adapter):
+    env = {"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_MODEL_SHA256": "0" * 64}
+    message = startup_failure(start_adapter, env)
+    assert "does not match SEMIF_MODEL_SHA256" in message and "hashed in" in message
 
 
 def test_startup_fails_clearly_with_an_unreadable_model(start_adapter, tmp_path):

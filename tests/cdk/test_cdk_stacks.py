@@ -14,11 +14,15 @@ from aws_cdk.region_info import RegionInfo
 from cdk_support import Synth, as_list
 
 from stacks.build import CONTAINER_DIR
-from stacks.decision_image import DEFAULT_BUILD_ARGS, image_tag, source_fingerprint
+from stacks.decision_image import image_tag, source_fingerprint
 from stacks.iam_hardening import confine_service_trust
 from stacks.timeouts import derive_timeouts
 
 KINDS = ("Chat", "Decision")
+# What each shipped environment builds with: nothing extra on CPU; on GPU (prod: ml.g5, A10G) the CUDA builder
+# and one CUDA architecture.
+BUILD_ARGS = {"cpu": {}, "gpu": {"BUILDER_IMAGE": "nvidia/cuda:13.0.2-devel-amzn2023",
+                                 "LLAMA_CMAKE_ARGS": "-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=86"}}
 
 
 def dlc_image(region: str, tag: str) -> str:
@@ -73,9 +77,9 @@ def test_chat_runs_the_stock_dlc_and_decision_the_child_image(env_name: str, tag
     props = image["Properties"]
     assert props["BaseImage"] == dlc_image("us-east-1", tag)
     accelerator = "gpu" if env_name == "prod" else "cpu"
-    assert json.loads(props["BuildArgs"]) == DEFAULT_BUILD_ARGS[accelerator]
+    assert json.loads(props["BuildArgs"]) == BUILD_ARGS[accelerator]
     assert props["ImageTag"] == image_tag(source_fingerprint(CONTAINER_DIR), props["BaseImage"], accelerator,
-                                          DEFAULT_BUILD_ARGS[accelerator])
+                                          BUILD_ARGS[accelerator])
     assert props["ImageTag"].startswith("cuda-" if accelerator == "gpu" else "cpu-")
 
 
@@ -225,7 +229,7 @@ def test_codebuild_builds_from_the_dlc_with_a_key_and_retained_logs(dev: Synth) 
     variables = {v["Name"]: v["Value"] for v in props["Environment"]["EnvironmentVariables"]}
     assert variables["DLC_REGISTRY"] == f"{RegionInfo.get('us-east-1').dlc_repository_account}.dkr.ecr.us-east-1." \
                                         "amazonaws.com"
-    for step in ('--password-stdin \\"$DLC_REGISTRY\\"', '--password-stdin \\"${REPOSITORY_URI%%/*}\\"',
+    for step in ('for registry in \\"$DLC_REGISTRY\\" \\"${REPOSITORY_URI%%/*}\\"', '--password-stdin \\"$registry\\"',
                  '--build-arg BASE_IMAGE=\\"$BASE_IMAGE\\"', 'docker push \\"$REPOSITORY_URI:$IMAGE_TAG\\"',
                  "exit 0; fi"):
         assert step in script, step

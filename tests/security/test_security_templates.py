@@ -266,7 +266,8 @@ def test_logs_get_no_request_bodies_or_registry_passwords(synthesized: Synth) ->
         assert machine["Properties"]["LoggingConfiguration"]["IncludeExecutionData"] is False
     _, project = synthesized.one("AWS::CodeBuild::Project", "/DecisionImage/Build")
     script = project["Properties"]["Source"]["BuildSpec"]
-    assert script.count("docker login") == script.count("--password-stdin") == 2
+    logins = script.count("docker login")  # one loop over the registries (DLC, this stack's, an ECR builder mirror)
+    assert logins >= 1 and logins == script.count("docker login --username AWS --password-stdin")
     assert "set -x" not in script and "--password " not in script
 
 

@@ -1,0 +1,154 @@
+"""Build `container/` with buildah on the stand-in DLC and run it with podman, as SageMaker runs it, on loopback.
+
+The build is the committed Dockerfile, unmodified, with the build args the CDK app passes for a CPU
+environment. `--layers` keeps every step in the containers storage (root: /var/lib/containers/storage), so a
+second run rebuilds only from the first step whose input changed; one build at a time per machine (a lock
+in the per-user cache). `--format docker` because the OCI format drops `SHELL`; `--isolation chroot` and
+podman's `--runtime runc` because this kind of sandbox has no user namespaces for buildah's default and
+cgroups that crun refuses; `--ulimit`s explicit because the sandbox forbids raising them to podman's defaults.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import os
+import resource
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from standin_dlc import ensure_standin_image
+
+from scripts.build_llama_cpp import cache_root
+from scripts.local.processes import LOOPBACK, free_port
+from stacks.build import CONTAINER_DIR
+from stacks.config import ImageBuild
+from stacks.decision_image import build_args_for
+
+IMAGE = "localhost/semif-decision-test:latest"
+TOOLS = ("buildah", "podman", "runc", "mmdebstrap", "gcc")
+BUILD_TIMEOUT_S = 45 * 60  # a cold build is about 6-10 minutes on 2 cores
+PODMAN = ("podman", "--runtime", "runc")
+_names = itertools.count()
+
+
+def work_dir() -> Path:
+    path = cache_root() / "image-test"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    reference: str
+    base: str
+    build_args: dict[str, str]
+    seconds: float
+    log: Path
+
+
+def build_decision_image() -> BuiltImage:
+    """Build (or find in the layer cache) the decision image FROM the stand-in base."""
+    work = work_dir()
+    log, image_id = work / "build.log", work / f"image-id.{os.getpid()}"
+    with (work / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # never two builds at once on one machine
+        started = time.monotonic()
+        base = ensure_standin_image(work)
+        args = build_args_for(ImageBuild(), "cpu", ["ml.m5.large"])  # what the stack passes for a CPU environment
+        command = ["buildah", "bud", "--isolation", "chroot", "--format", "docker", "--layers", "--pull=never",
+                   "--build-arg", f"BASE_IMAGE={base}", *(f"--build-arg={k}={v}" for k, v in args.items()),
+                   "--label", f"org.opencontainers.image.base.name={base}", "--iidfile", str(image_id),
+                   "--tag", IMAGE, str(CONTAINER_DIR)]
+        with log.open("w") as sink:
+            result = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S,
+                                    check=False)
+        if result.returncode != 0:
+            raise AssertionError(f"buildah bud failed ({result.returncode}); end of {log}:\n"
+                                 + log.read_text(errors="replace")[-6000:])
+        # Run by id: another checkout's build on this machine may move the tag meanwhile.
+        reference = image_id.read_text().strip()
+        image_id.unlink()
+        return BuiltImage(reference, base, args, time.monotonic() - started, log)
+
+
+def inspect(reference: str) -> dict[str, Any]:
+    output = subprocess.run([*PODMAN, "image", "inspect", reference], capture_output=True, text=True, check=True)
+    return json.loads(output.stdout)[0]
+
+
+def ulimits() -> list[str]:
+    """This process's own limits, as the sandbox refuses podman's higher defaults; nproc at most kernel.pid_max,
+    which is as far as the sandbox lets runc set it (measured: 32768 passes, 32769 is refused)."""
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    flags = []
+    for name, limit, cap in (("nofile", resource.RLIMIT_NOFILE, None), ("nproc", resource.RLIMIT_NPROC, pid_max)):
+        soft, hard = (value if cap is None else min(value, cap) for value in resource.getrlimit(limit))
+        flags += ["--ulimit", f"{name}={soft}:{hard}"]
+    return flags
+
+
+@dataclass
+class Container:
+    """One `podman run IMAGE serve`, published on a loopback port."""
+
+    name: str
+    port: int
+    removed: bool = field(default=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def host_pid(self) -> int:
+        """The pid of the container's entry point as this machine's /proc knows it."""
+        return int(self._podman("inspect", "--format", "{{.State.Pid}}", self.name))
+
+    def logs(self) -> str:
+        result = subprocess.run([*PODMAN, "logs", self.name], capture_output=True, text=True, check=False)
+        return result.stdout + result.stderr
+
+    def send_signal(self, signal_name: str) -> None:
+        self._podman("kill", "--signal", signal_name, self.name)
+
+    def wait_exit(self, timeout_s: float) -> int:
+        return int(self._podman("wait", self.name, timeout_s=timeout_s))
+
+    def remove(self) -> None:
+        if not self.removed:
+            subprocess.run([*PODMAN, "rm", "--force", "--time", "0", self.name], capture_output=True, check=False)
+            self.removed = True
+
+    def _podman(self, *args: str, timeout_s: float = 60) -> str:
+        return subprocess.run([*PODMAN, *args], capture_output=True, text=True, check=True,
+                              timeout=timeout_s).stdout.strip()
+
+
+@dataclass
+class Serving:
+    """The image serving the embedded model, and the /ping answers seen from its start until ready."""
+
+    container: Container
+    pings: list[int]
+
+
+def run_container(image: str, models: dict[str, Path], env: dict[str, str],
+                  args: tuple[str, ...] = ("serve",)) -> Container:
+    """Start `IMAGE serve` with each file of `models` bind-mounted read-only under /opt/ml/model."""
+    name = f"semif-image-test-{os.getpid()}-{next(_names)}"
+    port = free_port()
+    mounts = [arg for target, source in models.items()
+              for arg in ("--volume", f"{source}:/opt/ml/model/{target}:ro")]
+    environment = [arg for key, value in env.items() for arg in ("--env", f"{key}={value}")]
+    subprocess.run([*PODMAN, "run", "--detach", "--name", name, *ulimits(), "--publish", f"{LOOPBACK}:{port}:8080",
+                    *mounts, *environment, image, *args], capture_output=True, text=True, check=True, timeout=120)
+    return Container(name, port)

@@ -1,0 +1,135 @@
+"""A stand-in for the llama.cpp DLC, made here from Debian packages, to build the decision image FROM.
+
+The real base (Amazon Linux 2023, in the AWS DLC registry) cannot be pulled offline. What the Dockerfile relies
+on is reproduced: the DLC's layout and environment (`/opt/llama.cpp/bin` first on `PATH` and on an
+`LD_LIBRARY_PATH` ending with `:`, entry point `/usr/bin/serve`, port 8080), a `dnf` that installs the AL2023
+package names the Dockerfile uses (mapped onto Debian's), and decoy `libllama`/`libggml*` where the DLC keeps
+its own build: they abort the process if the loader ever hands them to the adapter. pip inside the build
+trusts this machine's CA bundle (copied in, at AL2023's path).
+
+The image is tagged with a hash of everything that makes it, and made only when that tag is missing from
+the containers storage, so it persists across runs and clones on one machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+RECIPE = Path(__file__).resolve().parent / "standin"
+REPOSITORY = "localhost/semif-standin-dlc"
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+IMAGE_CA_BUNDLE = "/etc/pki/tls/certs/ca-bundle.crt"  # where AL2023 keeps it
+LLAMA_DIR = "/opt/llama.cpp/bin"
+# The DLC's llama.cpp build: shared libraries with versioned sonames, CPU variants as loadable modules.
+DECOY_LIBRARIES = ("libllama", "libllama-common", "libmtmd", "libggml", "libggml-base", "libggml-cpu")
+DECOY_MODULES = ("libggml-cpu-x64", "libggml-cpu-haswell", "libggml-cpu-skylakex")
+ENV = {
+    "PATH": f"{LLAMA_DIR}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LD_LIBRARY_PATH": f"{LLAMA_DIR}:",  # the DLC's `${LD_LIBRARY_PATH}` was empty: it ends with ':'
+    "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "DLC_CONTAINER_TYPE": "general",
+    "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "UTF-8",
+}
+PIP_CONF = f"[global]\ncert = {IMAGE_CA_BUNDLE}\n"
+# Bump when `customize` or the mmdebstrap options change what the stand-in holds (its tag hashes this, the
+# recipe files and the machine's inputs, not this module's text: a comment here must not rebuild the image).
+RECIPE_VERSION = "1"
+
+
+def run(*command: str, **kwargs: object) -> str:
+    return subprocess.run(command, check=True, capture_output=True, text=True, **kwargs).stdout.strip()
+
+
+def host_codename() -> str:
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("VERSION_CODENAME="):
+            return line.split("=", 1)[1].strip('"')
+    raise RuntimeError("/etc/os-release names no Debian codename: the stand-in base needs a Debian host")
+
+
+def host_sources(codename: str) -> list[Path]:
+    """This machine's Debian apt sources for its release (its mirrors are the ones it may reach)."""
+    candidates = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*.sources")),
+                  *sorted(Path("/etc/apt/sources.list.d").glob("*.list"))]
+    found = [path for path in candidates if path.is_file() and codename in path.read_text()
+             and "/debian" in path.read_text()]
+    if not found:
+        raise RuntimeError(f"no apt source of Debian {codename} on this machine")
+    return found
+
+
+def recipe_key(codename: str, sources: list[Path]) -> str:
+    """Hash of every input of the stand-in: recipe version and data, recipe files, CA bundle, apt sources."""
+    facts = [RECIPE_VERSION, ENV, PIP_CONF, IMAGE_CA_BUNDLE, LLAMA_DIR, DECOY_LIBRARIES, DECOY_MODULES, codename]
+    digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode())
+    for path in [*sorted(RECIPE.iterdir()), HOST_CA_BUNDLE, *sources]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def image_exists(reference: str) -> bool:
+    return subprocess.run(["podman", "image", "exists", reference], check=False).returncode == 0
+
+
+def compile_decoys(target: Path) -> None:
+    """Each decoy under its real-file name and its soname, as the DLC's build has them."""
+    target.mkdir(parents=True)
+    for name in DECOY_LIBRARIES + DECOY_MODULES:
+        versioned = name in DECOY_LIBRARIES
+        flags = [f"-Wl,-soname,{name}.so.0"] if versioned else []
+        run("gcc", "-shared", "-fPIC", "-O1", f'-DDECOY_NAME="{name}.so"', *flags, str(RECIPE / "decoy.c"),
+            "-o", str(target / f"{name}.so"))
+        if versioned:
+            (target / f"{name}.so.0").symlink_to(f"{name}.so")
+
+
+def customize(root: Path, decoys: Path) -> None:
+    """Lay the DLC's layout over the Debian rootfs."""
+    llama_dir = root / LLAMA_DIR.lstrip("/")
+    llama_dir.parent.mkdir(parents=True)
+    shutil.copytree(decoys, llama_dir, symlinks=True)
+    for name, target in (("dnf", "usr/bin/dnf"), ("serve", "usr/bin/serve")):
+        (root / target).write_bytes((RECIPE / name).read_bytes())
+        (root / target).chmod(0o755)
+    bundle = root / IMAGE_CA_BUNDLE.lstrip("/")
+    bundle.parent.mkdir(parents=True, exist_ok=True)
+    bundle.write_bytes(HOST_CA_BUNDLE.read_bytes())
+    (root / "etc/pip.conf").write_text(PIP_CONF)
+
+
+def ensure_standin_image(work_dir: Path) -> str:
+    """The stand-in base's reference, made first if this machine's storage does not hold it yet."""
+    codename = host_codename()
+    sources = host_sources(codename)
+    reference = f"{REPOSITORY}:{recipe_key(codename, sources)}"
+    if image_exists(reference):
+        return reference
+    container = run("buildah", "from", "scratch")
+    try:
+        root = Path(run("buildah", "mount", container))
+        with tempfile.TemporaryDirectory(dir=work_dir) as scratch:
+            compile_decoys(Path(scratch) / "decoys")
+            run("mmdebstrap", "--variant=minbase", "--include=ca-certificates", "--mode=root", "--quiet",
+                codename, str(root), *map(str, sources), stdin=subprocess.DEVNULL)
+            customize(root, Path(scratch) / "decoys")
+        run("buildah", "umount", container)
+        config = [arg for key, value in ENV.items() for arg in ("--env", f"{key}={value}")]
+        run("buildah", "config", *config, "--entrypoint", json.dumps(["/usr/bin/serve"]), "--port", "8080",
+            "--label", f"org.semif.test.standin-dlc={codename}", container)
+        run("buildah", "commit", "--quiet", "--format", "docker", container, reference)
+    finally:
+        subprocess.run(["buildah", "rm", container], check=False, capture_output=True)
+    for old in run("podman", "images", "--format", "{{.Repository}}:{{.Tag}}", REPOSITORY).splitlines():
+        if old != reference:  # an earlier recipe; kept while a build cache still uses it (`podman image prune`)
+            subprocess.run(["podman", "rmi", old], check=False, capture_output=True)
+    return reference
+
+
+if __name__ == "__main__":  # make it by hand: python tests/image/standin_dlc.py
+    cache = Path(os.environ.get("TMPDIR", "/tmp"))
+    print(ensure_standin_image(cache))
