@@ -5,7 +5,7 @@
         id="ticket-42", state="Customer says the parcel arrived broken.",
         question="What should support do next?",
         options={"refund": "Refund the order", "replace": "Send a replacement", "escalate": "Ask a human"}))
-    action = decision.choose(Policy(threshold=0.6, fallback="escalate"))
+    action = decision.choose(Policy(threshold=0.6, fallback="escalate", on_warning="fallback"))
 
 Callers branch on the stable option ids they defined, never on model prose: the
 endpoint scores exactly the options given and returns one probability per id.
@@ -30,11 +30,23 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from semif_adapter import request_schema
+from semif_adapter.calibration import SCORING_METHODS
+
 CONTENT_TYPE = "application/json"
 RETRYABLE_MODEL_STATUS = frozenset({429, 503})  # the container's "busy or still loading, try again"
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 20.0
 PROBABILITY_TOLERANCE = 1e-3
+# The fields the adapter accepts, from its own schema (so the client refuses what the endpoint would refuse).
+REQUEST_FIELDS = frozenset(request_schema.DecisionRequest.model_fields)
+DECISION_FIELDS = frozenset(request_schema.Decision.model_fields)
+OPTION_FIELDS = frozenset(request_schema.Option.model_fields)
+DEBIAS_MODES = tuple(mode.value for mode in request_schema.Debias)
+# Warning codes that make `Policy(on_warning="fallback")` take the fallback unless told otherwise: the scores
+# are not worth acting on (letters: little probability on the option letters; the top two nearly tied).
+DEFAULT_FALLBACK_WARNINGS = frozenset({"low_option_mass", "near_tie"})
+POLICY_WARNING_MODES = ("ignore", "fallback")
 
 
 class DecisionError(Exception):
@@ -64,40 +76,78 @@ class Option:
     description: str
 
 
+def _refuse_unknown(given: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {unknown}; the endpoint accepts {sorted(allowed)}")
+
+
 @dataclass(frozen=True)
 class DecisionRequest:
-    """One decision to make: evidence (`state`), a criterion (`question`) and the options to score."""
+    """One decision to make: evidence (`state`), a criterion (`question`) and the options to score.
+
+    `scoring`, `temperature` and `debias` are sent when set; None leaves the endpoint's default
+    (`SEMIF_SCORING`, 1, "none").
+    """
 
     id: str
     state: Any  # text or any JSON value: the evidence the model reads
     question: str
     options: tuple[Option, ...]
+    scoring: str | None = None  # "letters", "likelihood" or "pmi"
+    temperature: float | None = None  # > 0: probabilities = softmax(scores / temperature)
+    debias: str | None = None  # "none" or "permute"
 
     def __post_init__(self) -> None:
         ids = [option.id for option in self.options]
         if len(set(ids)) != len(ids):
             raise ValueError(f"decision {self.id!r}: option ids must be unique, got {ids}")
+        if self.scoring is not None and self.scoring not in SCORING_METHODS:
+            raise ValueError(f"decision {self.id!r}: scoring must be one of {list(SCORING_METHODS)}, "
+                             f"got {self.scoring!r}")
+        if self.debias is not None and self.debias not in DEBIAS_MODES:
+            raise ValueError(f"decision {self.id!r}: debias must be one of {list(DEBIAS_MODES)}, got {self.debias!r}")
+        temperature = self.temperature
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)
+                                        or not math.isfinite(temperature) or temperature <= 0):
+            raise ValueError(f"decision {self.id!r}: temperature must be a finite number > 0, got {temperature!r}")
 
     @classmethod
-    def build(cls, id: str, state: Any, question: str, options: Mapping[str, str]) -> DecisionRequest:
+    def build(cls, id: str, state: Any, question: str, options: Mapping[str, str], *, scoring: str | None = None,
+              temperature: float | None = None, debias: str | None = None) -> DecisionRequest:
         """From `{option_id: description}` (in the order the options should be shown)."""
-        return cls(id, state, question, tuple(Option(k, v) for k, v in options.items()))
+        return cls(id, state, question, tuple(Option(k, v) for k, v in options.items()),
+                   scoring=scoring, temperature=temperature, debias=debias)
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> DecisionRequest:
-        """From the endpoint's request JSON (`{"decision": {...}}` or the inner object)."""
-        inner = payload.get("decision", payload)
+        """From the endpoint's request JSON (`{"decision": {...}, ...}` or the inner object).
+
+        Unknown fields are refused, as the endpoint refuses them: a typo such as `debais` is an error here,
+        not a knob that silently does nothing.
+        """
+        outer = payload if "decision" in payload else {"decision": payload}
+        _refuse_unknown(outer, REQUEST_FIELDS, "decision request")
+        inner = outer["decision"]
         try:
+            _refuse_unknown(inner, DECISION_FIELDS, "decision")
+            for index, option in enumerate(inner["options"]):
+                _refuse_unknown(option, OPTION_FIELDS, f"decision.options[{index}]")
             options = tuple(Option(str(o["id"]), str(o["description"])) for o in inner["options"])
-            return cls(str(inner["id"]), inner["state"], str(inner["question"]), options)
+            return cls(str(inner["id"]), inner["state"], str(inner["question"]), options,
+                       scoring=outer.get("scoring"), temperature=outer.get("temperature"),
+                       debias=outer.get("debias"))
         except (KeyError, TypeError) as error:
             raise ValueError(f"not a decision request: missing or malformed {error}") from error
 
     def to_payload(self) -> dict[str, Any]:
-        return {"decision": {
+        payload: dict[str, Any] = {"decision": {
             "id": self.id, "state": self.state, "question": self.question,
             "options": [{"id": o.id, "description": o.description} for o in self.options],
         }}
+        knobs = {"scoring": self.scoring, "temperature": self.temperature, "debias": self.debias}
+        payload.update({key: value for key, value in knobs.items() if value is not None})
+        return payload
 
     @property
     def option_ids(self) -> tuple[str, ...]:
@@ -106,17 +156,31 @@ class DecisionRequest:
 
 @dataclass(frozen=True)
 class Policy:
-    """Act on the best option only when it is clear enough; otherwise take `fallback`."""
+    """Act on the best option only when it is clear enough; otherwise take `fallback`.
+
+    With `on_warning="fallback"`, an answer carrying any of `warning_codes` (default: `low_option_mass`,
+    `near_tie`) also takes the fallback, whatever its probabilities: the endpoint itself says the scores are
+    weak. `on_warning="ignore"` (the default) decides on probabilities alone.
+    """
 
     threshold: float  # minimum probability of the best option
     fallback: str  # the option id (or any stable id of the caller's) to use otherwise
     min_margin: float = 0.0  # minimum lead of the best option over the runner-up
+    on_warning: str = "ignore"  # or "fallback"
+    warning_codes: frozenset[str] = DEFAULT_FALLBACK_WARNINGS  # the codes that trigger the fallback
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.threshold <= 1.0 or not 0.0 <= self.min_margin <= 1.0:
             raise ValueError("threshold and min_margin must lie in [0, 1]")
+        if self.on_warning not in POLICY_WARNING_MODES:
+            raise ValueError(f"on_warning must be one of {list(POLICY_WARNING_MODES)}, got {self.on_warning!r}")
+        if isinstance(self.warning_codes, str):
+            raise ValueError("warning_codes must be a collection of codes, not one string")
+        object.__setattr__(self, "warning_codes", frozenset(self.warning_codes))
 
     def apply(self, decision: Decision) -> str:
+        if self.on_warning == "fallback" and self.warning_codes & set(decision.warnings):
+            return self.fallback
         confident = decision.probabilities[decision.best] >= self.threshold
         return decision.best if confident and decision.margin >= self.min_margin else self.fallback
 
@@ -131,6 +195,10 @@ class Decision:
     logits: Mapping[str, float]
     allowed_token_mass: float | None = None
     details: Mapping[str, Any] = field(default_factory=dict)  # timing, model, prompt: for logs
+    scoring: str | None = None  # the method that produced the scores (None: an endpoint that does not say)
+    warnings: tuple[str, ...] = ()  # stable codes, e.g. "low_option_mass", "near_tie"
+    calibration: Mapping[str, Any] | None = None  # {"method", "parameters", "sha256"} when the endpoint applies one
+    raw: Mapping[str, Any] = field(default_factory=dict)  # the whole answer, for audits and refits
 
     @property
     def ranked(self) -> tuple[str, ...]:
@@ -179,6 +247,7 @@ def parse_decision(request: DecisionRequest, body: bytes | str | Mapping[str, An
     if str(data.get("decision_id")) != request.id:
         raise InvalidDecisionError(
             f"decision_id {data.get('decision_id')!r} is not the request's {request.id!r}")
+    scoring, warnings, calibration = _quality_fields(request, data)
     mass = data.get("allowed_token_mass")
     return Decision(
         decision_id=request.id, option_ids=ids,
@@ -186,7 +255,25 @@ def parse_decision(request: DecisionRequest, body: bytes | str | Mapping[str, An
         logits=MappingProxyType(dict(zip(ids, logits, strict=True))),
         allowed_token_mass=float(mass) if mass is not None else None,
         details=MappingProxyType({k: data[k] for k in ("timing", "model", "prompt") if k in data}),
+        scoring=scoring, warnings=warnings, calibration=calibration, raw=MappingProxyType(dict(data)),
     )
+
+
+def _quality_fields(request: DecisionRequest,
+                    data: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...], Mapping[str, Any] | None]:
+    """`scoring`, `warnings` and `calibration` of an answer, checked: a method other than the one asked is refused."""
+    scoring = data.get("scoring")
+    if scoring is not None and not isinstance(scoring, str):
+        raise InvalidDecisionError(f"scoring is not a string: {scoring!r}")
+    if request.scoring is not None and scoring is not None and scoring != request.scoring:
+        raise InvalidDecisionError(f"asked for scoring {request.scoring!r}, the endpoint answered with {scoring!r}")
+    warnings = data.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(code, str) for code in warnings):
+        raise InvalidDecisionError(f"warnings is not a list of codes: {warnings!r}")
+    calibration = data.get("calibration")
+    if calibration is not None and not isinstance(calibration, Mapping):
+        raise InvalidDecisionError(f"calibration is not an object: {calibration!r}")
+    return scoring, tuple(warnings), MappingProxyType(dict(calibration)) if calibration is not None else None
 
 
 def _model_busy_retry(max_attempts: int) -> Callable[..., float | None]:

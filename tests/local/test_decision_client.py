@@ -104,3 +104,85 @@ def test_duplicate_option_ids_are_refused_before_any_call() -> None:
 def test_malformed_payload_is_named() -> None:
     with pytest.raises(ValueError, match="options"):
         DecisionRequest.from_payload({"decision": {"id": "d", "state": "s", "question": "q"}})
+
+
+def test_knobs_are_sent_only_when_set() -> None:
+    options = {"a": "Option A", "b": "Option B"}
+    plain = DecisionRequest.build("d", "s", "q", options)
+    assert set(plain.to_payload()) == {"decision"}  # the endpoint's defaults apply
+    tuned = DecisionRequest.build("d", "s", "q", options, scoring="pmi", temperature=0.5, debias="permute")
+    payload = tuned.to_payload()
+    assert (payload["scoring"], payload["temperature"], payload["debias"]) == ("pmi", 0.5, "permute")
+    assert DecisionRequest.from_payload(payload) == tuned
+
+
+@pytest.mark.parametrize(("payload", "named"), [
+    ({"debais": "permute"}, r"decision request: unknown field\(s\) \['debais'\]"),
+    ({"decision": {"colour": "red"}}, r"decision: unknown field\(s\) \['colour'\]"),
+    ({"decision": {"options": [{"id": "a", "description": "A"}, {"id": "b", "description": "B", "label": "x"}]}},
+     r"decision.options\[1\]: unknown field\(s\) \['label'\]"),
+])
+def test_unknown_fields_are_refused_as_the_endpoint_refuses_them(payload: dict[str, object], named: str) -> None:
+    body = json.loads(SAMPLE.read_text())
+    body.update({k: v for k, v in payload.items() if k != "decision"})
+    body["decision"].update(payload.get("decision", {}))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=named):
+        DecisionRequest.from_payload(body)
+
+
+@pytest.mark.parametrize(("knobs", "message"), [
+    ({"scoring": "cloze"}, "scoring must be one of"),
+    ({"debias": "shuffle"}, "debias must be one of"),
+    ({"temperature": 0}, "temperature"),
+    ({"temperature": -1.0}, "temperature"),
+    ({"temperature": float("nan")}, "temperature"),
+    ({"temperature": True}, "temperature"),
+    ({"temperature": "0.5"}, "temperature"),
+])
+def test_bad_knobs_are_refused_before_any_call(knobs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        DecisionRequest.build("d", "s", "q", {"a": "A", "b": "B"}, **knobs)  # type: ignore[arg-type]
+
+
+def test_scoring_warnings_and_calibration_are_exposed(request_: DecisionRequest) -> None:
+    calibration = {"method": "temperature", "parameters": {"temperature": 2.0}, "sha256": "0123456789ab"}
+    decision = parse_decision(request_, answer(scoring="pmi", warnings=["near_tie"], calibration=calibration))
+    assert decision.scoring == "pmi"
+    assert decision.warnings == ("near_tie",)
+    assert dict(decision.calibration or {}) == calibration
+    assert decision.raw["scoring"] == "pmi"
+    bare = parse_decision(request_, answer())  # an endpoint that predates these fields
+    assert (bare.scoring, bare.warnings, bare.calibration) == (None, (), None)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"scoring": "letters"}, "asked for scoring 'pmi'"),
+    ({"warnings": "near_tie"}, "warnings is not a list"),
+    ({"warnings": [1]}, "warnings is not a list"),
+    ({"calibration": [2.0]}, "calibration is not an object"),
+])
+def test_quality_fields_that_do_not_match_are_refused(overrides: dict[str, object], message: str) -> None:
+    request = DecisionRequest.build("t-1", "s", "q", {"refund": "R", "replace": "P", "escalate": "E"},
+                                    scoring="pmi")
+    with pytest.raises(InvalidDecisionError, match=message):
+        parse_decision(request, answer(**overrides))
+
+
+@pytest.mark.parametrize(("policy", "warnings", "chosen"), [
+    (Policy(threshold=0.6, fallback="escalate"), ["near_tie"], "replace"),  # warnings ignored by default
+    (Policy(threshold=0.6, fallback="escalate", on_warning="fallback"), ["near_tie"], "escalate"),
+    (Policy(threshold=0.6, fallback="escalate", on_warning="fallback"), ["low_option_mass"], "escalate"),
+    (Policy(threshold=0.6, fallback="escalate", on_warning="fallback"), [], "replace"),
+    (Policy(threshold=0.6, fallback="escalate", on_warning="fallback", warning_codes={"low_option_mass"}),
+     ["near_tie"], "replace"),  # only the listed codes trigger the fallback
+])
+def test_policy_can_fall_back_on_warnings(request_: DecisionRequest, policy: Policy, warnings: list[str],
+                                          chosen: str) -> None:
+    assert parse_decision(request_, answer(warnings=warnings)).choose(policy) == chosen
+
+
+def test_policy_refuses_an_unknown_warning_mode() -> None:
+    with pytest.raises(ValueError, match="on_warning"):
+        Policy(threshold=0.5, fallback="x", on_warning="retry")
+    with pytest.raises(ValueError, match="collection"):
+        Policy(threshold=0.5, fallback="x", on_warning="fallback", warning_codes="near_tie")  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,15 @@ def test_decision_client_against_the_real_adapter(decision_client: DecisionClien
     assert decision.choose(Policy(threshold=0.0, fallback="escalate")) == decision.best
     # deterministic: the same request gives the same probabilities
     assert decision_client.decide(request).probabilities == decision.probabilities
+
+
+def test_decision_client_sends_debias_and_temperature(decision_client: DecisionClient) -> None:
+    request = DecisionRequest.from_payload(DECISION)
+    plain = decision_client.decide(request)
+    tuned = decision_client.decide(dataclasses.replace(request, debias="permute", temperature=2.0))
+    assert (plain.raw["debias"], plain.raw["temperature"]) == ("none", 1.0)
+    assert (tuned.raw["debias"], tuned.raw["temperature"]) == ("permute", 2.0)  # they reached the adapter
+    assert tuned.logits != plain.logits  # permute averages each option's letter over every slot
 
 
 def test_decision_client_surfaces_the_adapters_refusal(decision_client: DecisionClient) -> None:

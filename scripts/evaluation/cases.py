@@ -1,0 +1,117 @@
+"""Labelled cases: JSON Lines `{"decision": {...}, "gold": "<option id>", "kind": "...", "note": "..."}`.
+
+Every line is checked before anything is sent, so a typo on line 180 stops the run at once, with the line
+number, instead of after 179 decisions. The decision itself is checked by the adapter's own request parser
+(`semif_adapter.request_schema`), so a case the evaluator accepts is one the endpoint accepts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from semif_adapter.request_schema import RequestError, parse_request
+
+from ..decision_client import DecisionRequest
+
+CASE_FIELDS = frozenset({"decision", "gold", "kind", "note"})
+NO_KIND = "(none)"  # the kind of a case that names none
+
+
+class CasesError(ValueError):
+    """The cases file cannot be evaluated; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Case:
+    line: int  # 1-based line number in the file
+    request: DecisionRequest  # the decision as given (no scoring knobs)
+    gold: str
+    kind: str
+    note: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.request.id
+
+    @property
+    def gold_index(self) -> int:
+        return self.request.option_ids.index(self.gold)
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    path: Path
+    sha256: str  # of the file's bytes: which cases produced a report or a calibration
+    cases: tuple[Case, ...]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(sorted({case.kind for case in self.cases}))
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"key {key!r} appears twice in one object")
+        result[key] = value
+    return result
+
+
+def parse_case(text: str, line: int) -> Case:
+    """One line as a Case, or ValueError saying what is wrong with it (without the line number)."""
+    try:
+        document = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON: {error.msg} (column {error.colno})") from None
+    if not isinstance(document, Mapping):
+        raise ValueError("expected a JSON object with 'decision' and 'gold'")
+    unknown = sorted(set(document) - CASE_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown}; a case has {sorted(CASE_FIELDS)}")
+    for key in ("decision", "gold"):
+        if key not in document:
+            raise ValueError(f"missing {key!r}")
+    gold, kind, note = document["gold"], document.get("kind", NO_KIND), document.get("note")
+    if not isinstance(gold, str) or not isinstance(kind, str) or not (note is None or isinstance(note, str)):
+        raise ValueError("'gold', 'kind' and 'note' must be strings")
+    try:
+        parse_request(json.dumps({"decision": document["decision"]}).encode())
+    except RequestError as error:
+        raise ValueError(f"the endpoint would refuse this decision: {error.message}") from None
+    request = DecisionRequest.from_payload({"decision": document["decision"]})
+    if gold not in request.option_ids:
+        raise ValueError(f"gold {gold!r} is not one of the options {list(request.option_ids)}")
+    return Case(line, request, gold, kind, note)
+
+
+def load_cases(path: Path) -> CaseFile:
+    """Every case of the file; CasesError (file and line) on the first bad line or a repeated decision id."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except OSError as error:
+        raise CasesError(f"{path}: cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise CasesError(f"{path}: not UTF-8 text: {error}") from None
+    cases: list[Case] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            case = parse_case(raw, number)
+        except ValueError as error:
+            raise CasesError(f"{path}:{number}: {error}") from None
+        if case.id in seen:
+            raise CasesError(f"{path}:{number}: decision id {case.id!r} already used on line {seen[case.id]}")
+        seen[case.id] = number
+        cases.append(case)
+    if not cases:
+        raise CasesError(f"{path}: no cases")
+    return CaseFile(path, hashlib.sha256(data).hexdigest(), tuple(cases))
