@@ -38,7 +38,14 @@ from .batching.records import InputFile, InputRecord, parse_input, read_input
 from .batching.resume import OrderedWriter, Previous, read_previous
 from .batching.s3_objects import S3Location, download
 from .batching.targets import REQUEST_TIMEOUT_S, ContainerTarget, RuntimeTarget
-from .batching.transform import INVOCATIONS_MAX_RETRIES, INVOCATIONS_TIMEOUT_S, JobPlan, job_name, run_transform
+from .batching.transform import (
+    INVOCATIONS_MAX_RETRIES,
+    INVOCATIONS_TIMEOUT_S,
+    JobPlan,
+    attach_transform,
+    job_name,
+    run_transform,
+)
 from .decision_client import runtime_client
 from .smoke import (
     LOCAL_CREDENTIALS,
@@ -233,11 +240,14 @@ def job_plan(args: argparse.Namespace, session: Any, poller: Poller) -> tuple[Jo
 
 def run_job(args: argparse.Namespace, session: Any, poller: Poller, *, inputs: InputFile,
             source: S3Location | None, pending: list[InputRecord], previous: Previous, recorder: Recorder) -> None:
+    if args.attach:
+        recorder.settle(attach_transform(session.client, inputs, previous, name=args.attach, poller=poller))
+        return
     plan, prefix = job_plan(args, session, poller)
-    name = args.attach or args.job_name or job_name(prefix, datetime.datetime.now(datetime.UTC))
+    name = args.job_name or job_name(prefix, datetime.datetime.now(datetime.UTC))
     input_name = source.name if source is not None else Path(args.input).name
     recorder.settle(run_transform(session.client, inputs, pending, previous, plan, source=source,
-                                  input_name=input_name, name=name, attach=bool(args.attach), poller=poller, say=say))
+                                  input_name=input_name, name=name, poller=poller, say=say))
 
 
 # ---- the run ---------------------------------------------------------------------------------------------

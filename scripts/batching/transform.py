@@ -160,37 +160,42 @@ def attached(s3: Any, sagemaker: Any, name: str, inputs: InputFile, work: Path) 
     return Staged(location, [known[record.decision_id] for record in records])
 
 
+def _fresh(results: list[Result], previous: Previous) -> list[Result]:
+    """The results OUTPUT does not hold yet, in input order, indexed for the writer."""
+    fresh = sorted((r for r in results if not previous.finished(r.record.decision_id)), key=lambda r: r.record.number)
+    return [dataclasses.replace(result, index=index) for index, result in enumerate(fresh)]
+
+
 def run_transform(clients: Callable[[str], Any], inputs: InputFile, pending: Sequence[InputRecord],
                   previous: Previous, plan: JobPlan, *, source: S3Location | None, input_name: str, name: str,
-                  attach: bool, poller: Poller, say: Callable[[str], None]) -> list[Result]:
-    """Start (or attach to) the job, wait, and return the results of the lines OUTPUT does not hold yet,
-    indexed in input order."""
+                  poller: Poller, say: Callable[[str], None]) -> list[Result]:
+    """Start a job on the pending lines, wait for it, and return their results in input order."""
     s3, sagemaker = clients("s3"), clients("sagemaker")
     limit = plan.max_payload_mb * MEGABYTE
     oversized = [record for record in pending if line_bytes(record) > limit]
+    sendable = [record for record in pending if line_bytes(record) <= limit]
+    results = [failed(0, record, "body_too_large", f"the line is {line_bytes(record)} bytes, over the job's "
+                      f"MaxPayloadInMB of {plan.max_payload_mb}", "body") for record in oversized]
+    if sendable:
+        with tempfile.TemporaryDirectory(prefix="semif-batch-") as directory:
+            work = Path(directory)
+            staged = stage(s3, inputs, sendable, source=None if oversized else source, plan=plan, name=name,
+                           file_name=input_name, work=work)
+            try:
+                sagemaker.create_transform_job(**job_request(plan, name, staged.location))
+            except (ClientError, BotoCoreError) as error:
+                raise BatchFailure(f"cannot start transform job {name}: {error}") from error
+            say(f"started transform job {name}: {len(sendable)} lines from {staged.location.uri} on "
+                f"{plan.instance_count} x {plan.instance_type}")
+            results += collect(s3, wait_for(sagemaker, name, poller), staged, work)
+    return _fresh(results, previous)
+
+
+def attach_transform(clients: Callable[[str], Any], inputs: InputFile, previous: Previous, *, name: str,
+                     poller: Poller) -> list[Result]:
+    """Wait for a job an earlier (interrupted) run started and return the results OUTPUT lacks."""
+    s3, sagemaker = clients("s3"), clients("sagemaker")
     with tempfile.TemporaryDirectory(prefix="semif-batch-") as directory:
         work = Path(directory)
-        if attach:
-            staged = attached(s3, sagemaker, name, inputs, work)
-            oversized = []
-        else:
-            sendable = [record for record in pending if line_bytes(record) <= limit]
-            if not sendable:
-                staged = None
-            else:
-                staged = stage(s3, inputs, sendable, source=None if oversized else source, plan=plan, name=name,
-                               file_name=input_name, work=work)
-                request = job_request(plan, name, staged.location)
-                try:
-                    sagemaker.create_transform_job(**request)
-                except (ClientError, BotoCoreError) as error:
-                    raise BatchFailure(f"cannot start transform job {name}: {error}") from error
-                say(f"started transform job {name}: {len(sendable)} lines from {staged.location.uri} on "
-                    f"{plan.instance_count} x {plan.instance_type}")
-        results = []
-        if staged is not None:
-            results = collect(s3, wait_for(sagemaker, name, poller), staged, work)
-    results += [failed(0, record, "body_too_large", f"the line is {line_bytes(record)} bytes, over the job's "
-                       f"MaxPayloadInMB of {plan.max_payload_mb}", "body") for record in oversized]
-    fresh = sorted((r for r in results if not previous.finished(r.record.decision_id)), key=lambda r: r.record.number)
-    return [dataclasses.replace(result, index=index) for index, result in enumerate(fresh)]
+        staged = attached(s3, sagemaker, name, inputs, work)
+        return _fresh(collect(s3, wait_for(sagemaker, name, poller), staged, work), previous)
