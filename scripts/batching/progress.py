@@ -117,14 +117,14 @@ class Summary:
 
 @dataclass
 class Recorder:
-    """Where every settled result goes: OUTPUT (in order), the summary and the bar."""
+    """Where every result goes: the bar at once; OUTPUT and the summary in input order (a result held back
+    behind an unfinished request counts only once it is written, so an interrupted run's summary is OUTPUT's)."""
 
     writer: OrderedWriter
     summary: Summary
     progress: Progress | None = None
 
     def settle(self, results: list[Result]) -> None:
-        self.writer.settle(results)
-        self.summary.add(results)
+        self.summary.add(self.writer.settle(results))
         if self.progress is not None:
             self.progress.advance(results)

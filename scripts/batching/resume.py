@@ -81,17 +81,21 @@ class OrderedWriter:
         self.next_index = 0  # the first index not yet settled
         self.written = 0
 
-    def settle(self, results: Iterable[Result]) -> None:
-        """Take results (any order); write every one whose earlier indexes are all settled."""
+    def settle(self, results: Iterable[Result]) -> list[Result]:
+        """Take results (any order); write every one whose earlier indexes are all settled, and return those
+        (the lines to retry among them, which are passed over, not written)."""
         for result in results:
             self._waiting[result.index] = result
+        released = []
         while self.next_index in self._waiting:
             result = self._waiting.pop(self.next_index)
             if result.line is not None:
                 self._file.write(result.line + b"\n")
                 self.written += 1
+            released.append(result)
             self.next_index += 1
         self._file.flush()
+        return released
 
     def close(self) -> int:
         """Close OUTPUT; the number of results held back behind a line that never settled (not written)."""

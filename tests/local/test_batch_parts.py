@@ -86,11 +86,12 @@ def test_writer_holds_back_early_results_and_writes_in_input_order(tmp_path: Pat
     records = parse_input(_lines(4), "in").records
     output = tmp_path / "out.jsonl"
     writer = OrderedWriter(output, read_previous(output, parse_input(_lines(4), "in")))
-    writer.settle([Result(2, records[2], _answer(records[2])), Result(3, records[3], _answer(records[3]))])
-    assert output.read_bytes() == b""
-    writer.settle([failed(1, records[1], "queue_full", "busy")])
+    assert writer.settle([Result(2, records[2], _answer(records[2])), Result(3, records[3], _answer(records[3]))]) \
+        == []
+    assert writer.settle([failed(1, records[1], "queue_full", "busy")]) == []
     assert output.read_bytes() == b""  # index 0 still outstanding
-    writer.settle([Result(0, records[0], _answer(records[0]))])
+    released = writer.settle([Result(0, records[0], _answer(records[0]))])
+    assert [result.index for result in released] == [0, 1, 2, 3]  # what the summary counts: OUTPUT's order
     assert [json.loads(x)["decision_id"] for x in output.read_bytes().splitlines()] == [
         records[0].decision_id, records[2].decision_id, records[3].decision_id]
     assert writer.close() == 0
