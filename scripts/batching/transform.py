@@ -121,11 +121,14 @@ def wait_for(sagemaker: Any, name: str, poller: Poller) -> dict[str, Any]:
         status = found["job"]["TransformJobStatus"]
         return status not in RUNNING, status
 
+    still_running = (f"it keeps running: collect it later with --attach {name}, or stop it with "
+                     f"`aws sagemaker stop-transform-job --transform-job-name {name}`")
     try:
         poller.run(f"transform job {name}", ended)
     except SmokeFailure as error:
-        raise BatchFailure(f"{error}; it keeps running: collect it later with --attach {name}, or stop it with "
-                           f"`aws sagemaker stop-transform-job --transform-job-name {name}`") from error
+        raise BatchFailure(f"{error}; {still_running}") from error
+    except KeyboardInterrupt:
+        raise BatchFailure(f"interrupted while transform job {name} runs; {still_running}") from None
     job = found["job"]
     if job["TransformJobStatus"] != "Completed":
         reason = job.get("FailureReason", "no failure reason given")

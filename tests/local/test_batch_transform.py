@@ -272,3 +272,23 @@ def test_attach_collects_a_job_an_interrupted_run_started(aws: Aws, tmp_path: Pa
     for stub in aws.stubs.values():
         stub.assert_no_pending_responses()
     assert output.read_bytes().splitlines() == _expected_output(job_lines, assembled)
+
+
+def test_an_interrupted_wait_says_how_to_collect_the_job(aws: Aws, tmp_path: Path, job_lines: list[str]) -> None:
+    source = tmp_path / "tickets.jsonl"
+    source.write_text("".join(line + "\n" for line in job_lines))
+    input_uri = f"s3://{BUCKET}/input/{JOB}/tickets.jsonl"
+    _stack(aws)
+    _upload(aws)
+    aws.response("sagemaker", "create_transform_job",
+                 {"TransformJobArn": f"arn:aws:sagemaker:us-east-1:1:transform-job/{JOB}"}, _expected_job(input_uri))
+    aws.response("sagemaker", "describe_transform_job", _job("InProgress", input_uri), {"TransformJobName": JOB})
+
+    def ctrl_c(_seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    poller = batch.Poller(timeout_s=600, interval_s=60, sleep=ctrl_c, clock=lambda: 0.0, progress=lambda _: None)
+    summary = batch.run(_cli(str(source), tmp_path / "answers.jsonl"), session=aws, poller=poller)
+    assert summary.stopped == (f"FAILED: interrupted while transform job {JOB} runs; it keeps running: collect it "
+                               f"later with --attach {JOB}, or stop it with `aws sagemaker stop-transform-job "
+                               f"--transform-job-name {JOB}`")
