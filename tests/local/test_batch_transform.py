@@ -35,6 +35,7 @@ OUTPUTS = {"DecisionModelName": MODEL, "DecisionEndpointConfigName": "DecisionCo
            "BatchInputUri": f"s3://{BUCKET}/input/", "BatchOutputUri": f"s3://{BUCKET}/output/"}
 MINI_BATCH = 3  # lines per request, as SageMaker packs them up to MaxPayloadInMB
 JSONL = "application/jsonlines"
+UPLOADED = f"s3://{BUCKET}/input/{JOB}/tickets.jsonl"  # where a local input's pending lines go
 
 
 def _client(name: str) -> Any:
@@ -95,6 +96,13 @@ def job_lines() -> list[str]:
     return lines
 
 
+@pytest.fixture
+def tickets(tmp_path: Path, job_lines: list[str]) -> Path:
+    source = tmp_path / "tickets.jsonl"
+    source.write_text("".join(line + "\n" for line in job_lines))
+    return source
+
+
 @pytest.fixture(scope="module")
 def assembled(runtime: Any, job_lines: list[str]) -> bytes:
     return _assemble(runtime, job_lines)
@@ -147,13 +155,21 @@ def _upload(aws: Aws) -> None:
                                                        "Body": ANY, "ChecksumAlgorithm": ANY})
 
 
-def _run_job(aws: Aws, input_uri: str, outcome: dict[str, Any], output: bytes | None, input_name: str) -> None:
+def _start(aws: Aws, input_uri: str = UPLOADED, *, upload: bool = True) -> None:
+    """The stack read, the input uploaded (unless read in place), the job created, and one poll InProgress."""
+    _stack(aws)
+    if upload:
+        _upload(aws)
     aws.response("sagemaker", "create_transform_job",
                  {"TransformJobArn": f"arn:aws:sagemaker:us-east-1:1:transform-job/{JOB}"}, _expected_job(input_uri))
     aws.response("sagemaker", "describe_transform_job", _job("InProgress", input_uri), {"TransformJobName": JOB})
+
+
+def _finish(aws: Aws, outcome: dict[str, Any], output: bytes | None) -> None:
+    """The poll that sees the job end, then (when it completed) the listing and download of its `.out`."""
     aws.response("sagemaker", "describe_transform_job", outcome, {"TransformJobName": JOB})
     if output is not None:
-        key = f"output/{JOB}/{input_name}.out"
+        key = f"output/{JOB}/tickets.jsonl.out"
         aws.response("s3", "list_objects_v2", {"Contents": [{"Key": key}], "KeyCount": 1},
                      {"Bucket": BUCKET, "Prefix": f"output/{JOB}/"})
         _download(aws, key, output)
@@ -178,20 +194,16 @@ def _expected_output(job_lines: list[str], assembled: bytes) -> list[bytes]:
     return expected
 
 
-def test_transform_job_runs_and_its_output_is_joined(aws: Aws, tmp_path: Path, job_lines: list[str],
+def test_transform_job_runs_and_its_output_is_joined(aws: Aws, tmp_path: Path, tickets: Path, job_lines: list[str],
                                                       assembled: bytes) -> None:
-    source = tmp_path / "tickets.jsonl"
-    source.write_text("".join(line + "\n" for line in job_lines))
     output = tmp_path / "answers.jsonl"
-    input_uri = f"s3://{BUCKET}/input/{JOB}/tickets.jsonl"
-    _stack(aws)
-    _upload(aws)
-    _run_job(aws, input_uri, _job("Completed", input_uri), assembled, "tickets.jsonl")
+    _start(aws)
+    _finish(aws, _job("Completed", UPLOADED), assembled)
     clock = FakeTime()
-    summary = batch.run(_cli(str(source), output), session=aws, poller=clock.poller(timeout_s=600, interval_s=60))
+    summary = batch.run(_cli(str(tickets), output), session=aws, poller=clock.poller(timeout_s=600, interval_s=60))
     for stub in aws.stubs.values():
         stub.assert_no_pending_responses()
-    assert aws.uploads == [source.read_bytes()]
+    assert aws.uploads == [tickets.read_bytes()]
     assert clock.sleeps == [60]  # one poll while InProgress
     assert output.read_bytes().splitlines() == _expected_output(job_lines, assembled)
     assert assembled.count(b"\n\n") == 3  # 7 lines in 3 mini-batches: the join skipped an empty line after each
@@ -205,90 +217,68 @@ def _assemble_lines(assembled: bytes, skip: int) -> bytes:
     return b"".join(line + b"\n" for line in [x for x in assembled.split(b"\n") if x.strip()][skip:])
 
 
-def test_rerun_uploads_only_the_lines_not_answered(aws: Aws, tmp_path: Path, job_lines: list[str],
+def test_rerun_uploads_only_the_lines_not_answered(aws: Aws, tmp_path: Path, tickets: Path, job_lines: list[str],
                                                     assembled: bytes) -> None:
-    source = tmp_path / "tickets.jsonl"
-    source.write_text("".join(line + "\n" for line in job_lines))
     output = tmp_path / "answers.jsonl"
     first = [line for line in assembled.split(b"\n") if line.strip()][:3]
     output.write_bytes(b"".join(line + b"\n" for line in first))
-    rest = job_lines[3:]
-    input_uri = f"s3://{BUCKET}/input/{JOB}/tickets.jsonl"
-    _stack(aws)
-    _upload(aws)
-    _run_job(aws, input_uri, _job("Completed", input_uri), _assemble_lines(assembled, 3), "tickets.jsonl")
-    summary = batch.run(_cli(str(source), output), session=aws, poller=FakeTime().poller())
-    assert aws.uploads == ["".join(line + "\n" for line in rest).encode()]
+    _start(aws)
+    _finish(aws, _job("Completed", UPLOADED), _assemble_lines(assembled, 3))
+    summary = batch.run(_cli(str(tickets), output), session=aws, poller=FakeTime().poller())
+    assert aws.uploads == ["".join(line + "\n" for line in job_lines[3:]).encode()]
     lines = output.read_bytes().splitlines()
     assert lines[:3] == first  # never rewritten
     assert lines == _expected_output(job_lines, assembled)
     assert summary.answered_before == 3 and summary.answered == 3
 
 
-def test_s3_input_is_read_in_place(aws: Aws, tmp_path: Path, job_lines: list[str], assembled: bytes) -> None:
-    data = "".join(line + "\n" for line in job_lines).encode()
+def test_s3_input_is_read_in_place(aws: Aws, tmp_path: Path, tickets: Path, job_lines: list[str],
+                                   assembled: bytes) -> None:
     input_uri = f"s3://{BUCKET}/exports/tickets.jsonl"
-    _download(aws, "exports/tickets.jsonl", data)  # read first, for the ids to join by
-    _stack(aws)
-    _run_job(aws, input_uri, _job("Completed", input_uri), assembled, "tickets.jsonl")
+    _download(aws, "exports/tickets.jsonl", tickets.read_bytes())  # read first, for the ids to join by
+    _start(aws, input_uri, upload=False)
+    _finish(aws, _job("Completed", input_uri), assembled)
     output = tmp_path / "answers.jsonl"
     batch.run(_cli(input_uri, output), session=aws, poller=FakeTime().poller())
     assert aws.uploads == []
     assert output.read_bytes().splitlines() == _expected_output(job_lines, assembled)
 
 
-def test_failed_job_writes_nothing_and_says_why(aws: Aws, tmp_path: Path, job_lines: list[str]) -> None:
-    source = tmp_path / "tickets.jsonl"
-    source.write_text("".join(line + "\n" for line in job_lines))
-    input_uri = f"s3://{BUCKET}/input/{JOB}/tickets.jsonl"
-    _stack(aws)
-    _upload(aws)
+def test_failed_job_writes_nothing_and_says_why(aws: Aws, tmp_path: Path, tickets: Path,
+                                                job_lines: list[str]) -> None:
     reason = "ClientError: See job logs for more information"
-    _run_job(aws, input_uri, _job("Failed", input_uri, FailureReason=reason), None, "tickets.jsonl")
+    _start(aws)
+    _finish(aws, _job("Failed", UPLOADED, FailureReason=reason), None)
     output = tmp_path / "answers.jsonl"
-    summary = batch.run(_cli(str(source), output), session=aws, poller=FakeTime().poller())
+    summary = batch.run(_cli(str(tickets), output), session=aws, poller=FakeTime().poller())
     assert summary.stopped == (f"FAILED: transform job {JOB} is Failed: {reason} (nothing was written; SageMaker "
                                "keeps no partial output)")
     assert output.read_bytes() == b""
     assert summary.not_sent == len(job_lines)
 
 
-def test_attach_collects_a_job_an_interrupted_run_started(aws: Aws, tmp_path: Path, job_lines: list[str],
-                                                          assembled: bytes) -> None:
+def test_attach_collects_a_job_an_interrupted_run_started(aws: Aws, tmp_path: Path, tickets: Path,
+                                                          job_lines: list[str], assembled: bytes) -> None:
     """The job's own input object says which lines it read; nothing is started or uploaded."""
-    source = tmp_path / "tickets.jsonl"
-    source.write_text("".join(line + "\n" for line in job_lines))
-    input_uri = f"s3://{BUCKET}/input/{JOB}/tickets.jsonl"
-    aws.response("sagemaker", "describe_transform_job", _job("InProgress", input_uri), {"TransformJobName": JOB})
-    _download(aws, f"input/{JOB}/tickets.jsonl", source.read_bytes())
-    aws.response("sagemaker", "describe_transform_job", _job("Completed", input_uri), {"TransformJobName": JOB})
-    key = f"output/{JOB}/tickets.jsonl.out"
-    aws.response("s3", "list_objects_v2", {"Contents": [{"Key": key}], "KeyCount": 1},
-                 {"Bucket": BUCKET, "Prefix": f"output/{JOB}/"})
-    _download(aws, key, assembled)
+    aws.response("sagemaker", "describe_transform_job", _job("InProgress", UPLOADED), {"TransformJobName": JOB})
+    _download(aws, f"input/{JOB}/tickets.jsonl", tickets.read_bytes())
+    _finish(aws, _job("Completed", UPLOADED), assembled)
     output = tmp_path / "answers.jsonl"
-    args = batch.parse_args([str(source), "-o", str(output), "--transform", "--attach", JOB])
+    args = batch.parse_args([str(tickets), "-o", str(output), "--transform", "--attach", JOB])
     batch.run(args, session=aws, poller=FakeTime().poller())
     for stub in aws.stubs.values():
         stub.assert_no_pending_responses()
     assert output.read_bytes().splitlines() == _expected_output(job_lines, assembled)
 
 
-def test_an_interrupted_wait_says_how_to_collect_the_job(aws: Aws, tmp_path: Path, job_lines: list[str]) -> None:
-    source = tmp_path / "tickets.jsonl"
-    source.write_text("".join(line + "\n" for line in job_lines))
-    input_uri = f"s3://{BUCKET}/input/{JOB}/tickets.jsonl"
-    _stack(aws)
-    _upload(aws)
-    aws.response("sagemaker", "create_transform_job",
-                 {"TransformJobArn": f"arn:aws:sagemaker:us-east-1:1:transform-job/{JOB}"}, _expected_job(input_uri))
-    aws.response("sagemaker", "describe_transform_job", _job("InProgress", input_uri), {"TransformJobName": JOB})
+def test_an_interrupted_wait_says_how_to_collect_the_job(aws: Aws, tmp_path: Path, tickets: Path) -> None:
+    _start(aws)
 
     def ctrl_c(_seconds: float) -> None:
         raise KeyboardInterrupt
 
     poller = batch.Poller(timeout_s=600, interval_s=60, sleep=ctrl_c, clock=lambda: 0.0, progress=lambda _: None)
-    summary = batch.run(_cli(str(source), tmp_path / "answers.jsonl"), session=aws, poller=poller)
+    summary = batch.run(_cli(str(tickets), tmp_path / "answers.jsonl"), session=aws, poller=poller)
     assert summary.stopped == (f"FAILED: interrupted while transform job {JOB} runs; it keeps running: collect it "
                                f"later with --attach {JOB}, or stop it with `aws sagemaker stop-transform-job "
                                f"--transform-job-name {JOB}`")
