@@ -308,7 +308,7 @@ def runtime_client(*, session: boto3.Session | None = None, region_name: str | N
     return client
 
 
-def _rejection(error: ClientError) -> DecisionError:
+def rejection(error: ClientError) -> DecisionError:
     """Turn a ClientError into our errors, unwrapping the container's JSON error from a ModelError."""
     response: Mapping[str, Any] = error.response
     code = response.get("Error", {}).get("Code", "")
@@ -346,7 +346,7 @@ class DecisionClient:
                 EndpointName=self.endpoint_name, ContentType=CONTENT_TYPE, Accept=CONTENT_TYPE,
                 Body=json.dumps(request.to_payload()).encode(), **extra)
         except ClientError as error:
-            raise _rejection(error) from error
+            raise rejection(error) from error
         except BotoCoreError as error:
             raise DecisionUnavailableError(f"{self.endpoint_name}: {error}") from error
         return parse_decision(request, response["Body"].read())

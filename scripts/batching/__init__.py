@@ -1,0 +1,8 @@
+"""Decisions in bulk: a JSON Lines file of requests answered through an endpoint or a Batch Transform job.
+
+One job per module: `records` reads the input and its decision ids, `chunking` packs lines into requests under
+the body limit, `targets` sends one request (the local gateway, a container, a real-time endpoint), `realtime`
+runs the requests with client-side concurrency, `transform` runs a Batch Transform job, `join` matches answers
+to input lines, `resume` reads and appends the output file, `progress` shows the bar and the summary.
+`scripts/batch.py` is the command line.
+"""
