@@ -232,7 +232,28 @@ class DlcImage(_Strict):
     cuda_tag: str = Field("server-sagemaker-cuda-v1", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 
-class Autoscaling(_Strict):
+def _ordered(model: BaseModel, low: str, high: str) -> None:
+    """Refuse a lower bound above its upper bound, naming both keys."""
+    if getattr(model, low) > getattr(model, high):
+        raise ValueError(f"{low} ({getattr(model, low)}) is greater than {high} ({getattr(model, high)})")
+
+
+def _within(model: BaseModel, count_key: str, bounds_key: str, low: str, high: str) -> None:
+    """Refuse a starting count outside the bounds that its scaling block keeps it in."""
+    count, bounds = getattr(model, count_key), getattr(model, bounds_key)
+    if bounds is not None and not getattr(bounds, low) <= count <= getattr(bounds, high):
+        raise ValueError(f"{count_key} {count} is outside {bounds_key} bounds "
+                         f"{getattr(bounds, low)}..{getattr(bounds, high)}")
+
+
+class TargetTracking(_Strict):
+    """What every target-tracking policy of this app has besides its bounds and target."""
+
+    scale_in_cooldown_s: int = Field(300, ge=0, le=3600)
+    scale_out_cooldown_s: int = Field(60, ge=0, le=3600)
+
+
+class Autoscaling(TargetTracking):
     """Target tracking on SageMakerVariantInvocationsPerInstance (invocations per instance per minute).
 
     The metric counts whole invocations per minute: a target below one would scale out on any traffic.
@@ -241,14 +262,10 @@ class Autoscaling(_Strict):
     min_instances: int = Field(ge=1, le=MAX_INSTANCES)
     max_instances: int = Field(ge=1, le=MAX_INSTANCES)
     target_invocations_per_instance: float = Field(ge=1, le=1_000_000, allow_inf_nan=False)
-    scale_in_cooldown_s: int = Field(300, ge=0, le=3600)
-    scale_out_cooldown_s: int = Field(60, ge=0, le=3600)
 
     @model_validator(mode="after")
     def _bounds(self) -> Autoscaling:
-        if self.min_instances > self.max_instances:
-            raise ValueError(f"min_instances ({self.min_instances}) is greater than max_instances "
-                             f"({self.max_instances})")
+        _ordered(self, "min_instances", "max_instances")
         return self
 
 
@@ -289,20 +306,17 @@ class DataCapture(_Strict):
         return self
 
 
-class CopyAutoscaling(_Strict):
+class CopyAutoscaling(TargetTracking):
     """Target tracking on an inference component's copies (SageMakerInferenceComponentInvocationsPerCopy, per
     minute); the shared endpoint's instances follow through its managed instance scaling."""
 
     min_copies: int = Field(ge=1, le=MAX_COPIES)
     max_copies: int = Field(ge=1, le=MAX_COPIES)
     target_invocations_per_copy: float = Field(ge=1, le=1_000_000, allow_inf_nan=False)
-    scale_in_cooldown_s: int = Field(300, ge=0, le=3600)
-    scale_out_cooldown_s: int = Field(60, ge=0, le=3600)
 
     @model_validator(mode="after")
     def _bounds(self) -> CopyAutoscaling:
-        if self.min_copies > self.max_copies:
-            raise ValueError(f"min_copies ({self.min_copies}) is greater than max_copies ({self.max_copies})")
+        _ordered(self, "min_copies", "max_copies")
         return self
 
 
@@ -320,10 +334,7 @@ class Component(_Strict):
     def _consistent(self) -> Component:
         if self.max_memory_mb is not None and self.max_memory_mb < self.memory_mb:
             raise ValueError(f"max_memory_mb ({self.max_memory_mb}) is below memory_mb ({self.memory_mb})")
-        scaling = self.autoscaling
-        if scaling and not scaling.min_copies <= self.copy_count <= scaling.max_copies:
-            raise ValueError(f"copy_count {self.copy_count} is outside autoscaling bounds "
-                             f"{scaling.min_copies}..{scaling.max_copies}")
+        _within(self, "copy_count", "autoscaling", "min_copies", "max_copies")
         return self
 
 
@@ -335,9 +346,7 @@ class ManagedScaling(_Strict):
 
     @model_validator(mode="after")
     def _bounds(self) -> ManagedScaling:
-        if self.min_instances > self.max_instances:
-            raise ValueError(f"min_instances ({self.min_instances}) is greater than max_instances "
-                             f"({self.max_instances})")
+        _ordered(self, "min_instances", "max_instances")
         return self
 
 
@@ -350,10 +359,7 @@ class SharedEndpoint(_Strict):
 
     @model_validator(mode="after")
     def _count(self) -> SharedEndpoint:
-        scaling = self.managed_scaling
-        if scaling and not scaling.min_instances <= self.instance_count <= scaling.max_instances:
-            raise ValueError(f"instance_count {self.instance_count} is outside managed_scaling bounds "
-                             f"{scaling.min_instances}..{scaling.max_instances}")
+        _within(self, "instance_count", "managed_scaling", "min_instances", "max_instances")
         return self
 
 

@@ -27,7 +27,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IConstruct
 
-from .config import Endpoint, HostingMode, Vpc
+from .config import Endpoint, HostingMode, TargetTracking, Vpc
 from .instances import describe_instance
 from .log_groups import LogSettings
 from .model_artifact import ModelArtifact
@@ -102,8 +102,7 @@ class Scaling:
     maximum: int
     target: float
     metric: appscaling.PredefinedMetric
-    scale_in_cooldown_s: int
-    scale_out_cooldown_s: int
+    cooldowns: TargetTracking
 
 
 def track(scope: Construct, scaling: Scaling, after: IConstruct) -> appscaling.ScalableTarget:
@@ -122,8 +121,8 @@ def track(scope: Construct, scaling: Scaling, after: IConstruct) -> appscaling.S
     target.scale_to_track_metric(
         "InvocationsPerInstance" if "variant" in scaling.dimension else "InvocationsPerCopy",
         target_value=scaling.target, predefined_metric=scaling.metric,
-        scale_in_cooldown=Duration.seconds(scaling.scale_in_cooldown_s),
-        scale_out_cooldown=Duration.seconds(scaling.scale_out_cooldown_s))
+        scale_in_cooldown=Duration.seconds(scaling.cooldowns.scale_in_cooldown_s),
+        scale_out_cooldown=Duration.seconds(scaling.cooldowns.scale_out_cooldown_s))
     return target
 
 
@@ -216,7 +215,6 @@ class LlamaEndpoint(Construct):
             acknowledge(self.endpoint_config, {f"{NIST}SageMakerEndpointConfigurationKMSKeyConfigured": key_reason,
                                                **({"CKV_AWS_98": key_reason} if serverless else {})})
 
-        rollback_alarms = [self.alarms["errors5xx"], self.alarms["modelErrors"]]
         self.endpoint = sagemaker.CfnEndpoint(
             self, "Endpoint",
             endpoint_name=self.endpoint_name,
@@ -225,7 +223,8 @@ class LlamaEndpoint(Construct):
             retain_all_variant_properties=True if settings.autoscaling else None,
             deployment_config=sagemaker.CfnEndpoint.DeploymentConfigProperty(
                 auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-                    alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name) for a in rollback_alarms]),
+                    alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name)
+                            for a in self.rollback_alarms]),
                 blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
                     traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
                         type="ALL_AT_ONCE", wait_interval_in_seconds=0),
@@ -244,15 +243,13 @@ class LlamaEndpoint(Construct):
                 minimum=scaling.min_instances, maximum=scaling.max_instances,
                 target=scaling.target_invocations_per_instance,
                 metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
-                scale_in_cooldown_s=scaling.scale_in_cooldown_s, scale_out_cooldown_s=scaling.scale_out_cooldown_s,
-            ), after=self.endpoint)
+                cooldowns=scaling), after=self.endpoint)
 
     def _component(self) -> None:
         """An inference component of the shared endpoint: the model, what one copy reserves, how many copies."""
         props, settings = self.props, self.props.settings
         shared, component = props.hosting.shared, settings.component
         assert shared is not None and component is not None and self.component_name is not None
-        rollback = [self.alarms["errors5xx"], self.alarms["modelErrors"]]
         self.component = sagemaker.CfnInferenceComponent(
             self, "Component",
             inference_component_name=self.component_name,
@@ -280,18 +277,17 @@ class LlamaEndpoint(Construct):
                     maximum_execution_timeout_in_seconds=min(28_800, self.startup_s + self.download_s + 1800)),
                 auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
                     alarms=[sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=a.alarm_name)
-                            for a in rollback])) if settings.alarms.auto_rollback else None,
+                            for a in self.rollback_alarms])) if settings.alarms.auto_rollback else None,
         )
         self.component.node.add_dependency(self.log_group)
-        scaling = component.autoscaling
-        if scaling is not None:
+        copies = component.autoscaling
+        if copies is not None:
             self.scalable_target = track(self, Scaling(
                 resource_id=f"inference-component/{self.component_name}",
                 dimension="sagemaker:inference-component:DesiredCopyCount",
-                minimum=scaling.min_copies, maximum=scaling.max_copies, target=scaling.target_invocations_per_copy,
+                minimum=copies.min_copies, maximum=copies.max_copies, target=copies.target_invocations_per_copy,
                 metric=appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_INVOCATIONS_PER_COPY,
-                scale_in_cooldown_s=scaling.scale_in_cooldown_s, scale_out_cooldown_s=scaling.scale_out_cooldown_s,
-            ), after=self.component)
+                cooldowns=copies), after=self.component)
 
     # ---- the execution role ------------------------------------------------------------------------------
 
@@ -363,6 +359,11 @@ class LlamaEndpoint(Construct):
         )
 
     # ---- metrics and alarms ------------------------------------------------------------------------------
+
+    @property
+    def rollback_alarms(self) -> list[cloudwatch.Alarm]:
+        """The alarms that roll a deployment back (auto_rollback): the container failing, not its latency."""
+        return [self.alarms["errors5xx"], self.alarms["modelErrors"]]
 
     @property
     def dimensions(self) -> dict[str, str]:
