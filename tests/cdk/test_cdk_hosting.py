@@ -63,7 +63,9 @@ def test_the_shared_endpoint_config_holds_instances_routing_role_and_key_but_no_
     assert props["EnableNetworkIsolation"] is True
     (variant,) = props["ProductionVariants"]
     assert variant == {"VariantName": "AllTraffic", "InstanceType": "ml.m5.large", "InitialInstanceCount": 1,
-                       "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}}
+                       "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+                       # Room for a second instance, where an update's new copy starts before the old one stops.
+                       "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 2}}
     assert "DataCaptureConfig" not in props
     assert not shared.resources("AWS::ApplicationAutoScaling::ScalableTarget")
 

@@ -50,7 +50,8 @@ def refused(env_name: str, changes: dict[str, Any], key: str) -> str:
     ({"chat": {"component": {"copy_count": 2}}}, "shared_endpoint.instance_count",
      "1 x ml.m5.large (2 vCPU, 8192 MB each) cannot hold the initial copies (2 x chat: 1 vCPU, 3072 MB; "
      "1 x decision: 1 vCPU, 3072 MB)"),
-    ({"decision": {"component": {"autoscaling": {"min_copies": 1, "max_copies": 3,
+    ({"shared_endpoint": {"managed_scaling": None},
+      "decision": {"component": {"autoscaling": {"min_copies": 1, "max_copies": 3,
                                                  "target_invocations_per_copy": 50}}}},
      "shared_endpoint.managed_scaling", "at their autoscaling maximum the copies"),
     ({"shared_endpoint": {"managed_scaling": {"min_instances": 1, "max_instances": 2}},
