@@ -157,7 +157,7 @@ class LlamaEndpoint(Construct):
                 subnets=props.vpc.subnet_ids, security_group_ids=props.vpc.security_group_ids,
             ) if props.vpc else None,
         )
-        if not hosting.network_isolation:
+        if hosting.mode == "serverless" and not hosting.network_isolation:
             acknowledge(self.model, {"CKV_AWS_370": SERVERLESS_ISOLATION})
         # CreateModel checks access to the model data with the role as it is at that moment.
         self.model.node.add_dependency(self.policy)
