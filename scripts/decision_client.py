@@ -330,10 +330,13 @@ def rejection(error: ClientError) -> DecisionError:
 
 
 class DecisionClient:
-    """`decide()` against one decision endpoint; thread-safe as boto3 clients are."""
+    """`decide()` against one decision endpoint (or, in shared hosting, its inference component); thread-safe as
+    boto3 clients are."""
 
-    def __init__(self, endpoint_name: str, *, client: Any = None, **client_options: Any) -> None:
+    def __init__(self, endpoint_name: str, *, client: Any = None, inference_component_name: str | None = None,
+                 **client_options: Any) -> None:
         self.endpoint_name = endpoint_name
+        self.inference_component_name = inference_component_name
         self._client = client if client is not None else runtime_client(**client_options)
 
     def decide(self, decision: DecisionRequest | Mapping[str, Any], *,
@@ -341,6 +344,8 @@ class DecisionClient:
         request = decision if isinstance(decision, DecisionRequest) \
             else DecisionRequest.from_payload(decision)
         extra = {"CustomAttributes": custom_attributes} if custom_attributes else {}
+        if self.inference_component_name:
+            extra["InferenceComponentName"] = self.inference_component_name
         try:
             response = self._client.invoke_endpoint(
                 EndpointName=self.endpoint_name, ContentType=CONTENT_TYPE, Accept=CONTENT_TYPE,

@@ -1,12 +1,15 @@
 """Both endpoints on this machine behind a SageMaker-runtime-compatible gateway.
 
-    python scripts/local_endpoints.py --port 8080 [--model PATH] [--prefix local]
+    python scripts/local_endpoints.py --port 8080 [--model PATH] [--prefix local] [--shared]
 
 Serves `{prefix}-chat` and `{prefix}-decision` on http://127.0.0.1:PORT until
 Ctrl-C or SIGTERM, so that boto3 works unmodified with `endpoint_url=`:
 
     boto3.client("sagemaker-runtime", endpoint_url="http://127.0.0.1:8080", region_name="us-east-1")
          .invoke_endpoint(EndpointName="local-chat", ContentType="application/json", Body=...)
+
+With `--shared` they are the inference components `{prefix}-chat` and `{prefix}-decision` of ONE endpoint
+`{prefix}-models`, as `shared` hosting deploys them: invoke with `InferenceComponentName=`.
 
 `SM_LLAMA_CPP_*` variables in the environment reach both containers, as the
 stack's settings reach both endpoints. Exit status: 0 after a stop signal,
@@ -24,7 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts.local.endpoints import DEFAULT_PREFIX, STARTUP_TIMEOUT_S, container_env, local_containers
+from scripts.local.endpoints import (
+    DEFAULT_PREFIX,
+    STARTUP_TIMEOUT_S,
+    container_env,
+    gateway_routes,
+    local_containers,
+)
 from scripts.local.gateway import create_gateway
 from scripts.local.processes import LOOPBACK, ChildError
 from scripts.local.serving import Stopped, ignore_stop_signals, install_stop_handlers, serve_app
@@ -54,6 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="gateway port (default %(default)s)")
     parser.add_argument("--model", type=Path, help="GGUF model file (default: the embedded SmolLM2-135M)")
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="endpoints are PREFIX-chat, PREFIX-decision")
+    parser.add_argument("--shared", action="store_true",
+                        help="serve both as inference components of one endpoint PREFIX-models (shared hosting)")
     parser.add_argument("--log-dir", type=Path, help="container logs (default: a new temporary directory)")
     parser.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_S, metavar="SECONDS")
     return parser.parse_args(argv)
@@ -79,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with local_containers(model, args.prefix, log_dir,
                               startup_timeout_s=args.startup_timeout) as containers:
-            routes = {c.endpoint: c.url for c in containers}
+            routes = gateway_routes(containers, args.prefix, shared=args.shared)
+            served = [f"{name} (components {', '.join(target)})" if isinstance(target, dict) else name
+                      for name, target in routes.items()]
             say(f"ready in {time.monotonic() - started:.1f} s: http://{LOOPBACK}:{args.port} serves "
-                + ", ".join(routes))
+                + ", ".join(served))
             dead = serve_app(create_gateway(routes), args.port, [c.child for c in containers])
             ignore_stop_signals()
             if dead is not None:

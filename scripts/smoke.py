@@ -3,11 +3,14 @@
     python -m scripts.smoke chat [--stream] --env dev            # names from the stack's outputs
     python -m scripts.smoke decision --endpoint NAME             # a named endpoint
     python -m scripts.smoke chat --stream --local [--port 8080]  # the local gateway (no AWS account)
+    python -m scripts.smoke decision --local --shared            # the gateway's shared endpoint (components)
 
 Against AWS it first waits (bounded, with a progress line) until the stack is
 settled and the endpoint is InService on the endpoint config the stack expects:
 a failed update that SageMaker rolled back leaves the endpoint InService on the
-old config, and a smoke test that passes there proves nothing. Then it invokes
+old config, and a smoke test that passes there proves nothing. In shared hosting
+(the stack outputs an inference component for the role) it also waits for the
+component to be InService and invokes with `InferenceComponentName`. Then it invokes
 (`invoke_endpoint`, or `invoke_endpoint_with_response_stream` for `--stream`),
 checks the answer's shape, prints the latency, and exits 0. Any failure is one
 line naming the endpoint and the reason, with exit status 1 (2 for bad usage).
@@ -36,12 +39,14 @@ LOCAL_PORT = 8080
 LOCAL_PREFIX = "local"
 LOCAL_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # never checked locally
-# CloudFormation output keys of the stack (stacks/), by endpoint role.
+# CloudFormation output keys of the stack (stacks/), by endpoint role: endpoint, its config, and (shared hosting
+# only) the inference component that serves the role.
 OUTPUT_KEYS = {
-    "chat": ("ChatEndpointName", "ChatEndpointConfigName"),
-    "decision": ("DecisionEndpointName", "DecisionEndpointConfigName"),
+    "chat": ("ChatEndpointName", "ChatEndpointConfigName", "ChatInferenceComponentName"),
+    "decision": ("DecisionEndpointName", "DecisionEndpointConfigName", "DecisionInferenceComponentName"),
 }
 ENDPOINT_WAITING = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack"})
+COMPONENT_WAITING = frozenset({"Creating", "Updating"})
 WAIT_TIMEOUT_S = 900.0
 POLL_INTERVAL_S = 15.0
 PREVIEW_CHARS = 120
@@ -56,10 +61,19 @@ class SmokeFailure(Exception):  # noqa: N818 (a verdict, not a programming error
 
 @dataclass(frozen=True)
 class Target:
-    """The endpoint to smoke-test and what it must be running."""
+    """The endpoint to smoke-test, what it must be running, and the inference component to invoke (shared)."""
 
     endpoint: str
     expected_config: str | None = None
+    component: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.endpoint}/{self.component}" if self.component else self.endpoint
+
+    @property
+    def invoke_args(self) -> dict[str, str]:
+        return {"InferenceComponentName": self.component} if self.component else {}
 
 
 @dataclass(frozen=True)
@@ -124,10 +138,10 @@ def stack_outputs(cloudformation: Any, stack: str, poller: Poller) -> dict[str, 
 
 
 def target_from_outputs(outputs: Mapping[str, str], role: str, stack: str) -> Target:
-    name_key, config_key = OUTPUT_KEYS[role]
+    name_key, config_key, component_key = OUTPUT_KEYS[role]
     if name_key not in outputs:
         raise SmokeFailure(f"stack {stack} has no output {name_key} (outputs: {', '.join(sorted(outputs))})")
-    return Target(outputs[name_key], outputs.get(config_key))
+    return Target(outputs[name_key], outputs.get(config_key), outputs.get(component_key))
 
 
 def wait_in_service(sagemaker: Any, target: Target, poller: Poller) -> dict[str, Any]:
@@ -153,7 +167,30 @@ def wait_in_service(sagemaker: Any, target: Target, poller: Poller) -> dict[str,
             f"endpoint {target.endpoint} is InService on endpoint config {running}, but the stack expects "
             f"{target.expected_config}: the last update did not take (SageMaker rolled it back); see the "
             "endpoint's events and the stack's")
+    if target.component:
+        wait_component_in_service(sagemaker, target, poller)
     return found["endpoint"]
+
+
+def wait_component_in_service(sagemaker: Any, target: Target, poller: Poller) -> None:
+    """Wait until the inference component is InService on the endpoint (it deploys after the endpoint does)."""
+
+    def in_service() -> tuple[bool, str]:
+        try:
+            found = sagemaker.describe_inference_component(InferenceComponentName=target.component)
+        except ClientError as error:
+            message = error.response["Error"].get("Message", error)
+            raise SmokeFailure(f"inference component {target.component}: {message}") from error
+        status = found["InferenceComponentStatus"]
+        if found.get("EndpointName") != target.endpoint:
+            raise SmokeFailure(f"inference component {target.component} runs on endpoint "
+                               f"{found.get('EndpointName')}, not {target.endpoint}")
+        if status != "InService" and status not in COMPONENT_WAITING:
+            reason = found.get("FailureReason", "no failure reason given")
+            raise SmokeFailure(f"inference component {target.component} is {status}: {reason}")
+        return status == "InService", status
+
+    poller.run(f"inference component {target.component}", in_service)
 
 
 # ---- invoking and checking -----------------------------------------------------------------------------
@@ -226,20 +263,22 @@ def stream_text(parts: Iterable[bytes]) -> SseText:
     return sse
 
 
-def smoke_chat(runtime: Any, endpoint: str, payload: Mapping[str, Any], stream: bool) -> str:
+def smoke_chat(runtime: Any, target: Target, payload: Mapping[str, Any], stream: bool) -> str:
     """Invoke the chat endpoint once and check the answer; returns the report line."""
     body = dict(payload)
+    endpoint = target.label
     started = time.monotonic()
     try:
         if not stream:
             body.pop("stream", None)
-            response = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json",
-                                               Body=json.dumps(body).encode())
+            response = runtime.invoke_endpoint(EndpointName=target.endpoint, ContentType="application/json",
+                                               Body=json.dumps(body).encode(), **target.invoke_args)
             content = chat_content(response["Body"].read())
             return f"answered in {time.monotonic() - started:.2f} s: {content[:PREVIEW_CHARS]!r}"
         body["stream"] = True
         response = runtime.invoke_endpoint_with_response_stream(
-            EndpointName=endpoint, ContentType="application/json", Body=json.dumps(body).encode())
+            EndpointName=target.endpoint, ContentType="application/json", Body=json.dumps(body).encode(),
+            **target.invoke_args)
         arrivals: list[float] = []
 
         def parts() -> Iterable[bytes]:
@@ -261,14 +300,15 @@ def smoke_chat(runtime: Any, endpoint: str, payload: Mapping[str, Any], stream: 
             f"all in {time.monotonic() - started:.2f} s: {sse.text[:PREVIEW_CHARS]!r}")
 
 
-def smoke_decision(runtime: Any, endpoint: str, payload: Mapping[str, Any]) -> str:
+def smoke_decision(runtime: Any, target: Target, payload: Mapping[str, Any]) -> str:
     """Invoke the decision endpoint once: option ids must match the request, probabilities sum to 1."""
     request = DecisionRequest.from_payload(payload)
     started = time.monotonic()
     try:
-        decision = DecisionClient(endpoint, client=runtime).decide(request)
+        decision = DecisionClient(target.endpoint, client=runtime,
+                                  inference_component_name=target.component).decide(request)
     except DecisionError as error:
-        raise SmokeFailure(f"endpoint {endpoint}: {error}") from error
+        raise SmokeFailure(f"endpoint {target.label}: {error}") from error
     probabilities = ", ".join(f"{i}={decision.probabilities[i]:.3f}" for i in decision.option_ids)
     return (f"decided in {time.monotonic() - started:.2f} s: best {decision.best!r} "
             f"(margin {decision.margin:.3f}; {probabilities})")
@@ -284,7 +324,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     where.add_argument("--app", help="application name of the stack (default: cdk.json's app_name)")
     where.add_argument("--env", default="dev", help="environment of the stack (default %(default)s)")
     where.add_argument("--endpoint", help="endpoint name (skips the stack; no endpoint config check)")
+    where.add_argument("--inference-component", metavar="NAME",
+                       help="with --endpoint: the inference component to invoke (shared hosting)")
     where.add_argument("--local", action="store_true", help="the local gateway (scripts/local_endpoints.py)")
+    where.add_argument("--shared", action="store_true",
+                       help="with --local: the gateway's shared endpoint PREFIX-models (local_endpoints.py --shared)")
     where.add_argument("--port", type=int, default=LOCAL_PORT, help="with --local: gateway port")
     where.add_argument("--prefix", default=LOCAL_PREFIX, help="with --local: endpoint name prefix")
     where.add_argument("--endpoint-url", help="SageMaker runtime URL (default: AWS's; --local: the gateway)")
@@ -298,15 +342,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--stream applies to the chat endpoint only")
     if args.local and (args.stack or args.endpoint):
         parser.error("--local uses the gateway's names (--prefix); drop --stack/--endpoint")
+    if args.inference_component and not args.endpoint:
+        parser.error("--inference-component goes with --endpoint (the stack's outputs name the component)")
+    if args.shared and not args.local:
+        parser.error("--shared goes with --local (against AWS the stack's outputs say whether it is shared)")
     return args
 
 
 def resolve_target(args: argparse.Namespace, session: Any, poller: Poller) -> Target:
     """The endpoint to test: local name, explicit name, or the stack's outputs (then checked on AWS)."""
     if args.local:
-        return Target(f"{args.prefix}-{args.role}")
+        component = f"{args.prefix}-{args.role}"
+        return Target(f"{args.prefix}-models", component=component) if args.shared else Target(component)
     if args.endpoint:
-        target = Target(args.endpoint)
+        target = Target(args.endpoint, component=args.inference_component)
     else:
         stack = args.stack or f"{args.app or deployment_defaults(args.env)[0]}-{args.env}"  # as stacks/ names it
         outputs = stack_outputs(session.client("cloudformation"), stack, poller)
@@ -334,10 +383,10 @@ def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | N
     target = resolve_target(args, session, poller)
     runtime = runtime_client(session=session, endpoint_url=endpoint_url, max_attempts=3)
     if args.role == "chat":
-        report = smoke_chat(runtime, target.endpoint, payload, args.stream)
+        report = smoke_chat(runtime, target, payload, args.stream)
     else:
-        report = smoke_decision(runtime, target.endpoint, payload)
-    return f"{target.endpoint}: {report}"
+        report = smoke_decision(runtime, target, payload)
+    return f"{target.label}: {report}"
 
 
 def main(argv: list[str] | None = None) -> int:

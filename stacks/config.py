@@ -9,15 +9,17 @@ half-written `staging` entry does not block `-c env=dev`.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from aws_cdk.region_info import RegionInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from semif_adapter.calibration import CalibrationError, parse_calibration
 from semif_adapter.llama_flags import CONSUMED, CONTROL_CHARACTER, PREFIX, FlagError, check_setting
 from semif_adapter.model_files import MAX_DEPTH, MODEL_SUFFIX, is_projector
 from semif_adapter.settings import (
@@ -30,12 +32,22 @@ from semif_adapter.settings import (
 )
 
 from .cuda_architectures import CUDA_ARCHITECTURES
-from .instances import Accelerator, InstanceTypeError, describe_instance, inference_ami_versions, instance_memory
+from .hosting import check_hosting, check_hosting_fit
+from .instances import (
+    Accelerator,
+    describe_instance,
+    inference_ami_versions,
+    instance_capacity,
+    instance_problem,
+)
 
 CONTEXT_KEY = "semif"  # cdk.json: context.semif = {app_name, environments: {NAME: {...}}}
 ENV_CONTEXT_KEY = "env"  # cdk synth -c env=NAME
 EndpointKind = Literal["chat", "decision"]
 ENDPOINT_KINDS: tuple[EndpointKind, ...] = ("chat", "decision")
+# How a model is hosted (README "Hosting modes"): its own endpoint, a component of the one shared endpoint, or the
+# decision model on a serverless endpoint. Checked across keys in stacks/hosting.py.
+HostingMode = Literal["dedicated", "shared", "serverless"]
 
 # The CUDA 13 runtime in the DLC's CUDA image needs a driver newer than the default host AMI's.
 CUDA13_AMI_VERSIONS = frozenset({"al2-ami-sagemaker-inference-gpu-3-1", "al2023-ami-sagemaker-inference-gpu-4-1"})
@@ -44,7 +56,14 @@ GPU_LAYERS_ALL = "999"
 # DLC's entry point consumes, which `check_setting` accepts whatever their value, so they are refused here.
 STACK_OWNED_LLAMA = CONSUMED
 MODEL_SHA256_KEY = SEMIF_PREFIX + "MODEL_SHA256"  # the adapter's check of the model it loads
-STACK_OWNED_SEMIF = frozenset({MODEL_SHA256_KEY})
+CALIBRATION_KEY = SEMIF_PREFIX + "CALIBRATION"
+ENDPOINT_NAME_KEY = SEMIF_PREFIX + "ENDPOINT_NAME"  # the EndpointName dimension of the adapter's metrics
+MAX_BODY_KEY = SEMIF_PREFIX + "MAX_BODY_BYTES"
+# Adapter settings the stack sets itself, with why a value in config would be wrong.
+STACK_OWNED_SEMIF = {
+    MODEL_SHA256_KEY: "set by the stack from the model artifact; remove it",
+    ENDPOINT_NAME_KEY: "set by the stack to the endpoint's name, which the dashboard and the alarms look up; remove it",
+}
 # Environment variables are returned by DescribeModel to anyone allowed to call it: never a secret there.
 # These two patterns are the one secret detector of the configuration (llama_env, decision.env, build args).
 SECRET_WORDS = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|PASSWD|PRIVATE_KEY)(_|$)")
@@ -77,6 +96,7 @@ GPU_LAYERS_KEY = PREFIX + "N_GPU_LAYERS"
 CONTEXT_EXTENSION_KEYS = frozenset(PREFIX + k for k in ("ROPE_SCALE", "ROPE_SCALING", "ROPE_FREQ_SCALE",
                                                         "YARN_ORIG_CTX"))
 MAX_INSTANCES = 100  # the same cap as instance_count
+MAX_COPIES = 100  # inference component copies: the same bound, far above what one model needs
 # CloudWatch: an alarm evaluates at most one day of data (Period x EvaluationPeriods <= 86,400 s).
 ALARM_WINDOW_MAX_SECONDS = 86_400
 LATENCY_MAX_MS = 3_600_000  # an hour: no invocation runs that long, and CloudWatch gets a finite threshold
@@ -236,7 +256,28 @@ class DlcImage(_Strict):
         return value
 
 
-class Autoscaling(_Strict):
+def _ordered(model: BaseModel, low: str, high: str) -> None:
+    """Refuse a lower bound above its upper bound, naming both keys."""
+    if getattr(model, low) > getattr(model, high):
+        raise ValueError(f"{low} ({getattr(model, low)}) is greater than {high} ({getattr(model, high)})")
+
+
+def _within(model: BaseModel, count_key: str, bounds_key: str, low: str, high: str) -> None:
+    """Refuse a starting count outside the bounds that its scaling block keeps it in."""
+    count, bounds = getattr(model, count_key), getattr(model, bounds_key)
+    if bounds is not None and not getattr(bounds, low) <= count <= getattr(bounds, high):
+        raise ValueError(f"{count_key} {count} is outside {bounds_key} bounds "
+                         f"{getattr(bounds, low)}..{getattr(bounds, high)}")
+
+
+class TargetTracking(_Strict):
+    """What every target-tracking policy of this app has besides its bounds and target."""
+
+    scale_in_cooldown_s: int = Field(300, ge=0, le=3600)
+    scale_out_cooldown_s: int = Field(60, ge=0, le=3600)
+
+
+class Autoscaling(TargetTracking):
     """Target tracking on SageMakerVariantInvocationsPerInstance (invocations per instance per minute).
 
     The metric counts whole invocations per minute: a target below one would scale out on any traffic.
@@ -245,14 +286,10 @@ class Autoscaling(_Strict):
     min_instances: int = Field(ge=1, le=MAX_INSTANCES)
     max_instances: int = Field(ge=1, le=MAX_INSTANCES)
     target_invocations_per_instance: float = Field(ge=1, le=1_000_000, allow_inf_nan=False)
-    scale_in_cooldown_s: int = Field(300, ge=0, le=3600)
-    scale_out_cooldown_s: int = Field(60, ge=0, le=3600)
 
     @model_validator(mode="after")
     def _bounds(self) -> Autoscaling:
-        if self.min_instances > self.max_instances:
-            raise ValueError(f"min_instances ({self.min_instances}) is greater than max_instances "
-                             f"({self.max_instances})")
+        _ordered(self, "min_instances", "max_instances")
         return self
 
 
@@ -266,6 +303,9 @@ class Alarms(_Strict):
     period_s: int = Field(60, ge=60, le=3600, multiple_of=60)
     evaluation_periods: int = Field(3, ge=1, le=60)
     auto_rollback: bool = False
+    warning_rate: float | None = Field(
+        None, gt=0, le=1, allow_inf_nan=False,
+        description="decision only: WarnedDecisions / Decisions above this (default 0.25)")
 
     @model_validator(mode="after")
     def _window(self) -> Alarms:
@@ -290,8 +330,88 @@ class DataCapture(_Strict):
         return self
 
 
-class Endpoint(_Strict):
+class CopyAutoscaling(TargetTracking):
+    """Target tracking on an inference component's copies (SageMakerInferenceComponentInvocationsPerCopy, per
+    minute); the shared endpoint's instances follow through its managed instance scaling."""
+
+    min_copies: int = Field(ge=1, le=MAX_COPIES)
+    max_copies: int = Field(ge=1, le=MAX_COPIES)
+    target_invocations_per_copy: float = Field(ge=1, le=1_000_000, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> CopyAutoscaling:
+        _ordered(self, "min_copies", "max_copies")
+        return self
+
+
+class Component(_Strict):
+    """One model's share of the shared endpoint (an inference component): what one copy reserves, and how many."""
+
+    cpu_cores: float = Field(ge=0.25, le=1024, allow_inf_nan=False, description="NumberOfCpuCoresRequired (vCPUs)")
+    memory_mb: int = Field(ge=128, le=4_194_304, description="MinMemoryRequiredInMb: reserved for one copy")
+    max_memory_mb: int | None = Field(None, ge=128, le=4_194_304, description="MaxMemoryRequiredInMb")
+    accelerators: int = Field(0, ge=0, le=64, description="NumberOfAcceleratorDevicesRequired (GPUs); 0: none")
+    copy_count: int = Field(1, ge=1, le=MAX_COPIES)
+    autoscaling: CopyAutoscaling | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Component:
+        if self.max_memory_mb is not None and self.max_memory_mb < self.memory_mb:
+            raise ValueError(f"max_memory_mb ({self.max_memory_mb}) is below memory_mb ({self.memory_mb})")
+        _within(self, "copy_count", "autoscaling", "min_copies", "max_copies")
+        return self
+
+
+class ManagedScaling(_Strict):
+    """Managed instance scaling of the shared endpoint: SageMaker adds instances when copies need room."""
+
+    min_instances: int = Field(ge=1, le=MAX_INSTANCES)
+    max_instances: int = Field(ge=1, le=MAX_INSTANCES)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ManagedScaling:
+        _ordered(self, "min_instances", "max_instances")
+        return self
+
+
+class SharedEndpoint(_Strict):
+    """The one endpoint of `shared` hosting: the instances both inference components share."""
+
     instance_type: str
+    instance_count: int = Field(1, ge=1, le=MAX_INSTANCES)
+    managed_scaling: ManagedScaling | None = None
+
+    @model_validator(mode="after")
+    def _count(self) -> SharedEndpoint:
+        _within(self, "instance_count", "managed_scaling", "min_instances", "max_instances")
+        return self
+
+
+class Serverless(_Strict):
+    """ServerlessConfig of the decision endpoint. SageMaker offers memory in whole GB from 1 to 6."""
+
+    memory_mb: int = Field(ge=1024, le=6144, multiple_of=1024)
+    max_concurrency: int = Field(ge=1, le=200)
+    provisioned_concurrency: int | None = Field(None, ge=1, le=200)
+
+    @model_validator(mode="after")
+    def _provisioned(self) -> Serverless:
+        if self.provisioned_concurrency is not None and self.provisioned_concurrency > self.max_concurrency:
+            raise ValueError(f"provisioned_concurrency ({self.provisioned_concurrency}) is above max_concurrency "
+                             f"({self.max_concurrency}); SageMaker requires it to be at most that")
+        return self
+
+
+class BatchTransform(_Strict):
+    """S3 input/output locations (and the IAM) for SageMaker Batch Transform jobs on the decision model."""
+
+    instance_type: str = Field(description="the type transform jobs should use; validated, and a stack output")
+    expire_days: int = Field(30, ge=1, le=3650, description="input and output objects are deleted after this")
+
+
+class Endpoint(_Strict):
+    hosting: HostingMode | None = Field(None, description="overrides the environment's hosting for this model")
+    instance_type: str | None = Field(None, description="dedicated hosting only")
     instance_count: int = Field(1, ge=1, le=100)
     llama_env: EnvMap = Field(default_factory=dict, description="SM_LLAMA_CPP_* overrides for this endpoint")
     env: EnvMap = Field(default_factory=dict, description="SEMIF_* settings (decision endpoint only)")
@@ -300,6 +420,20 @@ class Endpoint(_Strict):
     data_capture: DataCapture | None = None
     model_download_timeout_s: int | None = Field(None, ge=60, le=3600)
     startup_health_check_timeout_s: int | None = Field(None, ge=60, le=3600)
+    network_isolation: bool | None = Field(None, description="overrides the environment's network_isolation")
+    component: Component | None = Field(None, description="shared hosting: this model's inference component")
+    serverless: Serverless | None = Field(None, description="serverless hosting (decision only)")
+    batch_transform: BatchTransform | None = Field(None, description="decision only: Batch Transform locations")
+    calibration: str | None = Field(None, min_length=1,
+                                    description="decision only: a --fit-calibration file")
+
+    def calibration_setting(self) -> str | None:
+        """The calibration file as the value of SEMIF_CALIBRATION: its canonical document, provenance dropped (an
+        environment value holds at most 1024 characters). Raises CalibrationError or OSError."""
+        if self.calibration is None:
+            return None
+        parsed = parse_calibration(Path(self.calibration).read_text())
+        return json.dumps(parsed.document(), separators=(",", ":"))
 
 
 def _resource_ids(value: list[str], prefix: str, noun: str) -> list[str]:
@@ -391,6 +525,39 @@ class ImageBuild(_Strict):
         return value
 
 
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")  # fullmatch: one address, no spaces or newlines
+_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:(?P<region>[a-z0-9-]+):\d{12}:[A-Za-z0-9_-]{1,256}")
+
+
+class Notifications(_Strict):
+    """Who hears the alarms: email subscriptions of the stack's topic, and/or an existing topic (your paging)."""
+
+    emails: list[str] = Field(default_factory=list, max_length=20)
+    topic_arn: str | None = None
+
+    @field_validator("emails")
+    @classmethod
+    def _emails(cls, value: list[str]) -> list[str]:
+        for address in value:
+            if not _EMAIL.fullmatch(address):
+                raise ValueError(f"{address!r} is not an email address")
+        if len(set(value)) != len(value):
+            raise ValueError("an address is listed twice")
+        return value
+
+    @field_validator("topic_arn")
+    @classmethod
+    def _topic(cls, value: str | None) -> str | None:
+        if value is not None and not _TOPIC_ARN.fullmatch(value):
+            raise ValueError(f"{value!r} is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)")
+        return value
+
+    @property
+    def topic_region(self) -> str | None:
+        match = _TOPIC_ARN.fullmatch(self.topic_arn) if self.topic_arn else None
+        return match["region"] if match else None
+
+
 class Environment(_Strict):
     account: str | None = Field(None, pattern=r"^\d{12}$")
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
@@ -405,6 +572,9 @@ class Environment(_Strict):
     vpc: Vpc | None = None
     network_isolation: bool = True
     log_retention_days: int = 30
+    hosting: HostingMode = "dedicated"
+    shared_endpoint: SharedEndpoint | None = None
+    notifications: Notifications = Notifications()
 
     @field_validator("log_retention_days")
     @classmethod
@@ -415,6 +585,28 @@ class Environment(_Strict):
 
     def endpoint(self, kind: EndpointKind) -> Endpoint:
         return self.chat if kind == "chat" else self.decision
+
+    def hosting_of(self, kind: EndpointKind) -> HostingMode:
+        return self.endpoint(kind).hosting or self.hosting
+
+    def network_isolation_for(self, kind: EndpointKind) -> bool:
+        override = self.endpoint(kind).network_isolation
+        return self.network_isolation if override is None else override
+
+    @property
+    def shared(self) -> bool:
+        """Both models on one endpoint (stacks/hosting.py refuses a shared endpoint with one model)."""
+        return any(self.hosting_of(kind) == "shared" for kind in ENDPOINT_KINDS)
+
+    def decision_instance_types(self) -> list[str]:
+        """The instance types the decision image runs on in real time (its CUDA build targets them): the endpoint's
+        own, or the shared endpoint's; none when serverless (CPU only)."""
+        mode = self.hosting_of("decision")
+        if mode == "dedicated" and self.decision.instance_type:
+            return [self.decision.instance_type]
+        if mode == "shared" and self.shared_endpoint is not None:
+            return [self.shared_endpoint.instance_type]
+        return []
 
     def llama_env_for(self, kind: EndpointKind) -> dict[str, str]:
         """The SM_LLAMA_CPP_* map of one endpoint: shared map, then its overrides, then GPU offload."""
@@ -441,7 +633,20 @@ class Deployment:
         return f"{self.app_name}-{self.env_name}"
 
     def endpoint_name(self, kind: EndpointKind) -> str:
-        return f"{self.stack_name}-{kind}"
+        """The endpoint that serves `kind`. The name follows the hosting mode: SageMaker cannot update an
+        instance-based endpoint into a serverless one or back, so a new mode is a new endpoint (README)."""
+        mode = self.env.hosting_of(kind)
+        if mode == "shared":
+            return self.shared_endpoint_name
+        return f"{self.stack_name}-{kind}" + ("-serverless" if mode == "serverless" else "")
+
+    @property
+    def shared_endpoint_name(self) -> str:
+        return f"{self.stack_name}-models"
+
+    def component_name(self, kind: EndpointKind) -> str | None:
+        """The inference component that serves `kind` on the shared endpoint; None when it has its own endpoint."""
+        return f"{self.stack_name}-{kind}" if self.env.hosting_of(kind) == "shared" else None
 
 
 def _key(prefix: str, loc: tuple[int | str, ...]) -> str:
@@ -495,7 +700,17 @@ def check_environment(env: Environment) -> list[tuple[str, str]]:
     for kind in ENDPOINT_KINDS:
         problems += _check_endpoint(env, kind)
     problems += _check_llama_env("llama_env", env.llama_env)
+    problems += check_hosting(env)
+    problems += _check_notifications(env)
     return problems
+
+
+def _check_notifications(env: Environment) -> list[tuple[str, str]]:
+    region = env.notifications.topic_region
+    if region is not None and region != env.region:
+        return [("notifications.topic_arn", f"the topic is in {region}, the stack in {env.region}: CloudWatch alarms "
+                                            "notify SNS topics of their own region")]
+    return []
 
 
 def _check_model_source(env: Environment) -> list[tuple[str, str]]:
@@ -548,31 +763,26 @@ def _check_image_build(env: Environment) -> list[tuple[str, str]]:
                          f"{build.timeout_minutes} minutes is too short for the CUDA image: the build pulls the CUDA "
                          "builder and the CUDA DLC (several GB each) and compiles the CUDA kernels; CodeBuild stops it "
                          f"at the timeout and the deployment fails; use at least {GPU_BUILD_MIN_MINUTES}"))
-    try:
-        family = describe_instance(env.decision.instance_type).family
-    except InstanceTypeError:
-        return problems  # reported under decision.instance_type
-    if family not in CUDA_ARCHITECTURES:
-        problems.append(("decision.instance_type", f"no CUDA architecture is known for instance family {family!r} "
-                                                   "(stacks/cuda_architectures.py), so the image cannot be built "
-                                                   "for it"))
+    for instance_type in env.decision_instance_types():
+        if instance_problem(instance_type, env.accelerator):
+            continue  # reported under the instance type's own key
+        family = describe_instance(instance_type).family
+        if family not in CUDA_ARCHITECTURES:
+            key = "decision.instance_type" if env.hosting_of("decision") == "dedicated" else \
+                "shared_endpoint.instance_type"
+            problems.append((key, f"no CUDA architecture is known for instance family {family!r} "
+                                  "(stacks/cuda_architectures.py), so the image cannot be built for it"))
     return problems
 
 
 def _check_endpoint(env: Environment, kind: EndpointKind) -> list[tuple[str, str]]:
     endpoint = env.endpoint(kind)
     problems: list[tuple[str, str]] = []
-    try:
-        facts = describe_instance(endpoint.instance_type)
-    except InstanceTypeError as error:
-        problems.append((f"{kind}.instance_type", str(error)))
-    else:
-        if facts.accelerator != env.accelerator:
-            image = "CUDA" if env.accelerator == "gpu" else "CPU"
-            problems.append((f"{kind}.instance_type",
-                             f"{endpoint.instance_type} is a {facts.accelerator.upper()} instance but accelerator "
-                             f"is {env.accelerator!r} (the {image} image); change one of them"))
-        if facts.burstable and endpoint.autoscaling is not None:
+    if endpoint.instance_type is not None:
+        problem = instance_problem(endpoint.instance_type, env.accelerator)
+        if problem:
+            problems.append((f"{kind}.instance_type", problem))
+        elif describe_instance(endpoint.instance_type).burstable and endpoint.autoscaling is not None:
             problems.append((f"{kind}.autoscaling", f"{endpoint.instance_type} is burstable (ml.t*): Application "
                                                     "Auto Scaling does not support it; remove autoscaling or "
                                                     "pick another instance type"))
@@ -581,6 +791,8 @@ def _check_endpoint(env: Environment, kind: EndpointKind) -> list[tuple[str, str
         problems.append((f"{kind}.instance_count", f"{endpoint.instance_count} is outside autoscaling bounds "
                                                    f"{scaling.min_instances}..{scaling.max_instances}"))
     problems += _check_llama_env(f"{kind}.llama_env", endpoint.llama_env)
+    if kind == "chat" and endpoint.calibration is not None:
+        problems.append(("chat.calibration", "only the decision endpoint scores options; remove it"))
     if kind == "chat" and endpoint.env:
         problems.append(("chat.env", "the chat container (stock DLC) reads only SM_LLAMA_CPP_*; put those in "
                                      "llama_env"))
@@ -604,7 +816,7 @@ def _adapter_setting_problem(key: str, value: str) -> str | None:
         hint = f"did you mean {close[0]}? " if close else ""
         return f"not an adapter setting ({hint}the adapter would ignore it); known: {', '.join(sorted(SEMIF_KEYS))}"
     if key in STACK_OWNED_SEMIF:
-        return "set by the stack from the model artifact; remove it"
+        return STACK_OWNED_SEMIF[key]
     if len(value) > ENV_VALUE_MAX:
         return f"longer than SageMaker's {ENV_VALUE_MAX} characters"
     allowed = "\t\n\r" if key in JSON_SETTINGS else ""
@@ -643,9 +855,32 @@ def _check_llama_env(where: str, env: Mapping[str, str]) -> list[tuple[str, str]
     return problems
 
 
+def _check_calibration(env: Environment) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The `decision.calibration` file: readable, valid for the adapter, short enough; its SEMIF_CALIBRATION value."""
+    endpoint = env.decision
+    if endpoint.calibration is None:
+        return [], {}
+    if CALIBRATION_KEY in endpoint.env:
+        return [("decision.calibration", f"given twice: remove decision.env.{CALIBRATION_KEY} or this key")], {}
+    try:
+        value = endpoint.calibration_setting()
+    except OSError as error:
+        return [("decision.calibration", f"{endpoint.calibration}: cannot be read ({error.strerror or error})")], {}
+    except CalibrationError as error:
+        return [("decision.calibration", f"{endpoint.calibration}: {error}")], {}
+    assert value is not None
+    if len(value) > ENV_VALUE_MAX:
+        return [("decision.calibration", f"{endpoint.calibration}: {len(value)} characters as {CALIBRATION_KEY}, "
+                                         f"longer than SageMaker's {ENV_VALUE_MAX} per environment value")], {}
+    return [], {CALIBRATION_KEY: value}
+
+
 def _check_adapter_settings(env: Environment) -> list[tuple[str, str]]:
     """Run the decision adapter's own settings parser on the environment it will get."""
-    merged = {**env.llama_env_for("decision"), **env.decision.env}
+    calibration_problems, calibration = _check_calibration(env)
+    if calibration_problems:
+        return calibration_problems
+    merged = {**env.llama_env_for("decision"), **env.decision.env, **calibration}
     try:
         settings = load_settings(merged)
     except SettingsError as error:
@@ -675,13 +910,17 @@ def check_model_fit(env: Environment, *, model_bytes: int | None,
     for kind in ENDPOINT_KINDS:
         endpoint = env.endpoint(kind)
         llama_env = env.llama_env_for(kind)
-        memory = instance_memory(endpoint.instance_type)
-        if model_bytes is not None and memory is not None:
-            limit, what = memory.model_limit(llama_env.get(GPU_LAYERS_KEY))
+        sized = [(f"{kind}.instance_type", endpoint.instance_type)]
+        if kind == "decision" and endpoint.batch_transform is not None:
+            sized.append(("decision.batch_transform.instance_type", endpoint.batch_transform.instance_type))
+        for where, instance_type in sized:
+            capacity = instance_capacity(instance_type) if instance_type else None
+            if model_bytes is None or capacity is None:
+                continue
+            limit, what = capacity.model_limit(llama_env.get(GPU_LAYERS_KEY))
             if model_bytes > limit:
-                problems.append((f"{kind}.instance_type",
-                                 f"{endpoint.instance_type} has {what}; the model is {model_bytes / 2**30:.1f} GiB "
-                                 f"({model_bytes:,} bytes) and cannot be loaded; pick a larger instance type"))
+                problems.append((where, f"{instance_type} has {what}; the model is {model_bytes / 2**30:.1f} GiB "
+                                        f"({model_bytes:,} bytes) and cannot be loaded; pick a larger instance type"))
         ctx = llama_env.get(CTX_SIZE_KEY)
         if (context_length is not None and ctx and ctx.isdigit() and int(ctx) > context_length
                 and not CONTEXT_EXTENSION_KEYS & set(llama_env)):
@@ -690,4 +929,6 @@ def check_model_fit(env: Environment, *, model_bytes: int | None,
                              f"{ctx} tokens is more than the model was trained for ({context_length}, from its "
                              "GGUF header); quality collapses past it unless you set up RoPE scaling "
                              "(SM_LLAMA_CPP_ROPE_SCALING, ..._ROPE_SCALE)"))
+    if model_bytes is not None:
+        problems += check_hosting_fit(env, model_bytes)
     return sorted(set(problems))

@@ -38,7 +38,7 @@ REFUSED_FAMILIES = {
     "p6e-gb200": "it is an arm64 (Grace) instance; the DLC images are x86-64",
     "dl1": "it has Gaudi accelerators, which llama.cpp does not use",
 }
-MEMORY_FILE = "instance_memory.json"  # data: GiB of host memory (and GPUs) per instance type
+MEMORY_FILE = "instance_memory.json"  # data: vCPUs, GiB of host memory (and GPUs) per instance type
 GIB = 2**30
 _FAMILY = re.compile(r"^ml\.(?P<family>[a-z0-9-]+)\.(?P<size>[a-z0-9]+)$")
 _GRAVITON = re.compile(r"^[a-z]+\d+g[a-z]*$")  # c6g, c6gd, c6gn, m7g, r8g ...
@@ -66,12 +66,21 @@ class InstanceFacts:
 
 
 @dataclass(frozen=True)
-class InstanceMemory:
-    """What an instance type can hold: host memory, and the GPUs' memory."""
+class InstanceCapacity:
+    """What an instance type has: vCPUs, host memory, and GPUs with their memory."""
 
+    vcpus: int
     memory_gib: float
     gpus: int = 0
     gpu_memory_gib: float = 0  # per GPU
+
+    @property
+    def memory_mb(self) -> int:
+        return int(self.memory_gib * 1024)
+
+    def describe(self) -> str:
+        gpus = f", {self.gpus} GPU" if self.gpus else ""
+        return f"{self.vcpus} vCPU, {self.memory_mb} MB{gpus}"
 
     def model_limit(self, gpu_layers: str | None) -> tuple[int, str]:
         """The most model bytes that can load, and what that is, for an `SM_LLAMA_CPP_N_GPU_LAYERS` value.
@@ -93,13 +102,13 @@ class InstanceMemory:
 
 
 @cache
-def _memory_table() -> dict[str, InstanceMemory]:
+def _memory_table() -> dict[str, InstanceCapacity]:
     data = json.loads(resources.files(__package__).joinpath(MEMORY_FILE).read_text())
-    return {name: InstanceMemory(**facts) for name, facts in data["types"].items()}
+    return {name: InstanceCapacity(**facts) for name, facts in data["types"].items()}
 
 
-def instance_memory(instance_type: str) -> InstanceMemory | None:
-    """The memory of an instance type, or None when the table does not list it (its checks are skipped)."""
+def instance_capacity(instance_type: str) -> InstanceCapacity | None:
+    """The vCPUs and memory of an instance type, or None when the table does not list it (its checks are skipped)."""
     return _memory_table().get(instance_type)
 
 
@@ -116,17 +125,26 @@ def realtime_instance_types() -> frozenset[str]:
 
 
 @cache
+def transform_instance_types() -> frozenset[str]:
+    """Every instance type SageMaker accepts for a Batch Transform job (a different list from real-time's)."""
+    return frozenset(_sagemaker_model().shape_for("TransformInstanceType").enum)
+
+
+@cache
 def inference_ami_versions() -> frozenset[str]:
     """Every `InferenceAmiVersion` SageMaker knows, from the pinned botocore model."""
     return frozenset(_sagemaker_model().shape_for("ProductionVariantInferenceAmiVersion").enum)
 
 
-def describe_instance(instance_type: str) -> InstanceFacts:
-    """Facts about an instance type, or InstanceTypeError saying why it cannot serve this app."""
+def describe_instance(instance_type: str, *, transform: bool = False) -> InstanceFacts:
+    """Facts about an instance type, or InstanceTypeError saying why it cannot serve this app (as a real-time
+    endpoint's instance, or with `transform` as a Batch Transform job's)."""
     match = _FAMILY.match(instance_type)
-    if match is None or instance_type not in realtime_instance_types():
+    offered = transform_instance_types() if transform else realtime_instance_types()
+    if match is None or instance_type not in offered:
+        what = "Batch Transform jobs" if transform else "real-time endpoints"
         raise InstanceTypeError(
-            f"{instance_type!r} is not an instance type SageMaker real-time endpoints offer "
+            f"{instance_type!r} is not an instance type SageMaker {what} offer "
             "(expected e.g. ml.m5.large, ml.c7i.xlarge or ml.g5.xlarge)"
         )
     family = match["family"]
@@ -143,3 +161,16 @@ def describe_instance(instance_type: str) -> InstanceFacts:
     else:
         reason = "this app does not know which DLC variant it would need"
     raise InstanceTypeError(f"instance family {family!r} of {instance_type} is not supported: {reason}")
+
+
+def instance_problem(instance_type: str, accelerator: Accelerator, *, transform: bool = False) -> str | None:
+    """Why `instance_type` cannot run the image of `accelerator` (CPU or CUDA), or None."""
+    try:
+        facts = describe_instance(instance_type, transform=transform)
+    except InstanceTypeError as error:
+        return str(error)
+    if facts.accelerator != accelerator:
+        image = "CUDA" if accelerator == "gpu" else "CPU"
+        return (f"{instance_type} is a {facts.accelerator.upper()} instance but accelerator is {accelerator!r} (the "
+                f"{image} image); change one of them")
+    return None

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scripts.local.processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
 from semif_adapter.llama_flags import PREFIX
@@ -50,6 +51,18 @@ class Container:
 def endpoint_names(prefix: str) -> dict[str, str]:
     """Endpoint names by role, as the stack names them (`{app}-{env}-chat|decision`)."""
     return {"chat": f"{prefix}-chat", "decision": f"{prefix}-decision"}
+
+
+def shared_endpoint_name(prefix: str) -> str:
+    """The one endpoint of shared hosting, as the stack names it (`{app}-{env}-models`); its inference components
+    keep the role names of `endpoint_names`."""
+    return f"{prefix}-models"
+
+
+def gateway_routes(containers: list[Container], prefix: str, *, shared: bool) -> dict[str, Any]:
+    """What the gateway serves: each container as its own endpoint, or (shared) as components of one endpoint."""
+    routes = {c.endpoint: c.url for c in containers}
+    return {shared_endpoint_name(prefix): routes} if shared else routes
 
 
 def container_env(base: Mapping[str, str], model: Path) -> dict[str, str]:

@@ -8,6 +8,9 @@ It forwards to the container's `/invocations` the way SageMaker does (body,
 Content-Type, Accept, custom attributes) and answers with SageMaker's shapes:
 unknown endpoint -> `ValidationError`, container error -> `ModelError` with
 the original status and message, container unreachable -> `ServiceUnavailable`.
+An endpoint can also host inference components (`{endpoint: {component: url}}`, as `shared` hosting deploys
+them): then it routes by `InferenceComponentName` (the `X-Amzn-SageMaker-Inference-Component` header) and, as
+SageMaker does, refuses a request without one or naming a component it does not host with `ValidationError`.
 `GET /ping` (not part of the AWS API) is 200 once every container's is.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 
 import httpx
 from starlette.applications import Starlette
@@ -25,9 +29,18 @@ from starlette.routing import Route
 
 from scripts.local.eventstream import payload_part, stream_exception
 from scripts.local.proxy import closing_client, open_stream
-from scripts.local.sagemaker_errors import endpoint_not_found, error_response, model_error, request_id
+from scripts.local.sagemaker_errors import (
+    component_missing,
+    component_not_found,
+    endpoint_not_found,
+    error_response,
+    model_error,
+    no_components,
+    request_id,
+)
 
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
+COMPONENT_HEADER = "x-amzn-sagemaker-inference-component"  # boto3's InferenceComponentName
 VARIANT = "AllTraffic"
 INVOCATION_TIMEOUT_S = 60.0  # SageMaker's limit for a container's answer (and between stream parts)
 PING_TIMEOUT_S = 2.0
@@ -67,12 +80,58 @@ def _response_headers(container: httpx.Response, operation: str) -> dict[str, st
     return headers
 
 
-class Gateway:
-    """Routes SageMaker runtime calls to container base URLs by endpoint name."""
+Routes = Mapping[str, str | Mapping[str, str]]  # endpoint -> container URL, or -> {component: container URL}
 
-    def __init__(self, containers: Mapping[str, str]) -> None:
-        self.containers = dict(containers)
+
+@dataclass(frozen=True)
+class Target:
+    """The container a call goes to: an endpoint's, or one of its inference components'."""
+
+    endpoint: str
+    component: str | None
+    url: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.endpoint}/{self.component}" if self.component else self.endpoint
+
+    def model_error(self, status: int | None, original: str) -> Response:
+        return model_error(self.endpoint, status, original, component=self.component)
+
+
+class Gateway:
+    """Routes SageMaker runtime calls to container base URLs by endpoint name (and inference component)."""
+
+    def __init__(self, containers: Routes) -> None:
+        self.routes = {name: target if isinstance(target, str) else dict(target)
+                       for name, target in containers.items()}
         self.client = httpx.AsyncClient(timeout=CONTAINER_TIMEOUT)
+
+    @property
+    def containers(self) -> dict[str, str]:
+        """Every container behind the gateway by endpoint (or endpoint/component)."""
+        found: dict[str, str] = {}
+        for name, target in self.routes.items():
+            if isinstance(target, str):
+                found[name] = target
+            else:
+                found.update({f"{name}/{component}": url for component, url in target.items()})
+        return found
+
+    def _route(self, request: Request) -> Target | Response:
+        """Where a call goes, or SageMaker's ValidationError for it."""
+        name = request.path_params["name"]
+        target = self.routes.get(name)
+        component = request.headers.get(COMPONENT_HEADER)
+        if target is None:
+            return endpoint_not_found(name)
+        if isinstance(target, str):
+            return no_components(name, component) if component else Target(name, None, target)
+        if not component:
+            return component_missing()
+        if component not in target:
+            return component_not_found(name, component)
+        return Target(name, component, target[component])
 
     def app(self) -> Starlette:
         methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
@@ -86,46 +145,47 @@ class Gateway:
             lifespan=closing_client(self.client),
         )
 
-    async def _call(self, request: Request, operation: str) -> tuple[str, httpx.Response | Response]:
-        """Send the invocation to the endpoint's container: its streaming response, or our error response."""
+    async def _call(self, request: Request, operation: str) -> tuple[str, Target | None, httpx.Response | Response]:
+        """Send the invocation to its container: (label, target, its streaming response), or our error response."""
         started = time.monotonic()
-        name = request.path_params["name"]
-        base = self.containers.get(name)
-        if base is None:
-            _log(name, operation, "ValidationError", started)
-            return name, endpoint_not_found(name)
+        target = self._route(request)
+        if isinstance(target, Response):
+            _log(request.path_params["name"], operation, "ValidationError", started)
+            return request.path_params["name"], None, target
+        name = target.label
         body = await request.body()
         try:
-            answer = await open_stream(self.client, "POST", f"{base}/invocations", body,
+            answer = await open_stream(self.client, "POST", f"{target.url}/invocations", body,
                                        _container_headers(request, operation))
         except httpx.TimeoutException:
             _log(name, operation, "ModelError (timeout)", started)
-            return name, model_error(name, None, TIMED_OUT)
+            return name, target, target.model_error(None, TIMED_OUT)
         except httpx.TransportError:
             _log(name, operation, "ServiceUnavailable", started)
-            return name, error_response(
-                "ServiceUnavailable", f"Endpoint {name}: its container at {base} is not accepting "
+            return name, target, error_response(
+                "ServiceUnavailable", f"Endpoint {name}: its container at {target.url} is not accepting "
                 "connections (starting, or exited; see the local endpoints' log).")
         if not answer.is_success:
             text = (await answer.aread()).decode(errors="replace")
             await answer.aclose()
             _log(name, operation, f"ModelError ({answer.status_code})", started)
-            return name, model_error(name, answer.status_code, text)
-        return name, answer
+            return name, target, target.model_error(answer.status_code, text)
+        return name, target, answer
 
     async def invoke(self, request: Request) -> Response:
         started = time.monotonic()
-        name, answer = await self._call(request, INVOKE)
+        name, target, answer = await self._call(request, INVOKE)
         if isinstance(answer, Response):
             return answer
+        assert target is not None
         try:
             body = await answer.aread()
         except httpx.TimeoutException:
             _log(name, INVOKE, "ModelError (timeout)", started)
-            return model_error(name, None, TIMED_OUT)
+            return target.model_error(None, TIMED_OUT)
         except httpx.TransportError as error:
             _log(name, INVOKE, "ModelError (broken)", started)
-            return model_error(name, None, f"The container closed the connection: {error}")
+            return target.model_error(None, f"The container closed the connection: {error}")
         finally:
             await answer.aclose()
         _log(name, INVOKE, "200", started)
@@ -133,7 +193,7 @@ class Gateway:
 
     async def invoke_stream(self, request: Request) -> Response:
         started = time.monotonic()
-        name, answer = await self._call(request, INVOKE_STREAM)
+        name, _, answer = await self._call(request, INVOKE_STREAM)
         if isinstance(answer, Response):
             return answer
         return StreamingResponse(self._events(name, answer, started), status_code=200,
@@ -176,6 +236,7 @@ class Gateway:
                               f"served locally ({INVOKE}, {INVOKE_STREAM}).")
 
 
-def create_gateway(containers: Mapping[str, str]) -> Starlette:
-    """The gateway app; `containers` maps endpoint names to container base URLs."""
+def create_gateway(containers: Routes) -> Starlette:
+    """The gateway app; `containers` maps endpoint names to container base URLs, or to `{component: URL}` for an
+    endpoint that hosts inference components."""
     return Gateway(containers).app()

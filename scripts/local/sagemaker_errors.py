@@ -48,15 +48,39 @@ def endpoint_not_found(name: str) -> Response:
     return error_response("ValidationError", f"Endpoint {name} of account {LOCAL_ACCOUNT} not found.")
 
 
-def log_stream_arn(endpoint: str) -> str:
-    return f"arn:aws:logs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:log-group:/aws/sagemaker/Endpoints/{endpoint}"
+# SageMaker's answer to a call without InferenceComponentName on an endpoint that hosts inference components
+# (as users report it: botocore's ValidationError, HTTP 400, this error code and message).
+COMPONENT_MISSING = ("Inference Component Name header is required for endpoints to which you plan to deploy "
+                     "inference components. Please include Inference Component Name header or consider using "
+                     "SageMaker models.")
 
 
-def model_error(endpoint: str, status: int | None, original: str) -> Response:
+def component_missing() -> Response:
+    return error_response("ValidationError", COMPONENT_MISSING, error_code="INFERENCE_COMPONENT_NAME_MISSING")
+
+
+def component_not_found(endpoint: str, component: str) -> Response:
+    return error_response("ValidationError", f"Inference Component {component} of account {LOCAL_ACCOUNT} not found "
+                                             f"on endpoint {endpoint}.")
+
+
+def no_components(endpoint: str, component: str) -> Response:
+    return error_response("ValidationError", f"Endpoint {endpoint} of account {LOCAL_ACCOUNT} hosts no inference "
+                                             f"components; invoke it without InferenceComponentName ({component}).")
+
+
+def log_stream_arn(endpoint: str, component: str | None = None) -> str:
+    group = f"InferenceComponents/{component}" if component else f"Endpoints/{endpoint}"
+    return f"arn:aws:logs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:log-group:/aws/sagemaker/{group}"
+
+
+def model_error(endpoint: str, status: int | None, original: str, *, component: str | None = None) -> Response:
     """The container answered with an error (or not at all): SageMaker's 424 ModelError."""
     kind = "client" if status is not None and 400 <= status < 500 else "server"
     shown = status if status is not None else 0
+    where = f"{endpoint}/{component}" if component else endpoint
     message = (f"Received {kind} error ({shown}) from primary with message \"{original}\". "
-               f"See the local endpoints' log of {endpoint} for more information.")
+               f"See the local endpoints' log of {where} for more information.")
     return error_response("ModelError", message, error_code=f"{kind.upper()}_ERROR_FROM_MODEL",
-                          OriginalStatusCode=status, OriginalMessage=original, LogStreamArn=log_stream_arn(endpoint))
+                          OriginalStatusCode=status, OriginalMessage=original,
+                          LogStreamArn=log_stream_arn(endpoint, component))

@@ -32,18 +32,29 @@ ACK_PREFIX = "Annotation::"  # ... under the finding id with this prefix
 CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 
 # Every optional feature at once, on dev: pinned S3 model (KMS, version and digest), VPC with service endpoints,
-# data capture.
+# data capture, Batch Transform locations, alarm notifications (emails and an existing topic).
 KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/0b1c2d3e-0000-4000-8000-0123456789ab"
 MODEL_SHA256 = "0f" * 32
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
 GROUPS = ["sg-0123456789abcdef0"]
+PAGING_TOPIC = "arn:aws:sns:us-east-1:123456789012:paging"
 OPTIONAL_FEATURES: dict[str, Any] = {
     "model": {"source": "s3", "uri": "s3://models-bucket/llm/model.tar.gz", "version_id": "v2", "sha256": MODEL_SHA256,
               "model_file": "llm/q4.gguf", "model_bytes": 4_000_000_000, "kms_key_arn": KEY_ARN},
     "vpc": {"subnet_ids": SUBNETS, "security_group_ids": GROUPS,
             "vpc_endpoints": {"vpc_id": "vpc-0123456789abcdef0", "route_table_ids": ["rtb-0123456789abcdef0"]}},
     "chat": {"data_capture": {"sampling_percentage": 20, "capture_output": False}},
-    "decision": {"startup_health_check_timeout_s": 1800},
+    "decision": {"startup_health_check_timeout_s": 1800, "batch_transform": {"instance_type": "ml.m5.xlarge"}},
+    "notifications": {"emails": ["ops@example.com", "oncall@example.com"], "topic_arn": PAGING_TOPIC},
+}
+# `shared` with every scaling knob: managed instance scaling, copy autoscaling, rolling updates with rollback.
+SCALED_SHARING: dict[str, Any] = {
+    "shared_endpoint": {"instance_count": 2, "managed_scaling": {"min_instances": 1, "max_instances": 3}},
+    "chat": {"component": {"copy_count": 2, "memory_mb": 2048, "max_memory_mb": 3072,
+                           "autoscaling": {"min_copies": 2, "max_copies": 4, "target_invocations_per_copy": 20}},
+             "alarms": {"auto_rollback": True}},
+    "decision": {"component": {"memory_mb": 2048, "autoscaling": {"min_copies": 1, "max_copies": 2,
+                                                                  "target_invocations_per_copy": 200}}},
 }
 
 

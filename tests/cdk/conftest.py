@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cdk_fixtures import dev, prod, variant
+from cdk_fixtures import dev, prod, scaled_sharing, serverless, shared, variant
 from support.gguf_files import write_gguf
 
-__all__ = ["dev", "make_gguf", "prod", "variant"]
+__all__ = ["dev", "make_gguf", "prod", "scaled_sharing", "serverless", "shared", "variant"]
 
 
 @pytest.fixture

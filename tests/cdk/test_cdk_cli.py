@@ -1,4 +1,5 @@
-"""The real CDK CLI, offline and without credentials, for both environments; then cfn-lint on the templates.
+"""The real CDK CLI, offline and without credentials, for every shipped environment (one of each hosting mode);
+then cfn-lint on the templates.
 
 This is the one place where aws-cdk-lib's built-in CloudFormation validation stays on (it catches bad instance
 types and counts against the resource schemas), exactly as `cdk synth` / `cdk deploy` run it for users.
@@ -18,7 +19,7 @@ import pytest
 from stacks.build import REPO_ROOT
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
-ENVIRONMENTS = ("dev", "prod")
+ENVIRONMENTS = ("dev", "prod", "shared", "serverless")  # an environment of each hosting mode
 SYNTH_TIMEOUT_S = 300
 
 
@@ -53,18 +54,26 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return found
 
 
-def test_cli_synthesizes_both_environments_offline(templates: dict[str, Path]) -> None:
+EXPECTED_ENDPOINTS = {
+    "dev": {"semif-dev-chat", "semif-dev-decision"},
+    "prod": {"semif-prod-chat", "semif-prod-decision"},
+    "shared": {"semif-shared-models"},
+    "serverless": {"semif-serverless-chat", "semif-serverless-decision-serverless"},
+}
+
+
+def test_cli_synthesizes_every_environment_offline(templates: dict[str, Path]) -> None:
     for env_name, path in templates.items():
         template = json.loads(path.read_text())
         names = {r["Properties"]["EndpointName"] for r in template["Resources"].values()
                  if r["Type"] == "AWS::SageMaker::Endpoint"}
-        assert names == {f"semif-{env_name}-chat", f"semif-{env_name}-decision"}
+        assert names == EXPECTED_ENDPOINTS[env_name]
         # The CLI's validation report (cdk-nag and CloudFormation schema checks) lists no violation.
         report = json.loads((path.parent / "validation-report.json").read_text())
         assert [v for plugin in report["pluginReports"] for v in plugin["violations"]] == []
 
 
-def test_cfn_lint_is_clean_on_both_templates(templates: dict[str, Path]) -> None:
+def test_cfn_lint_is_clean_on_every_template(templates: dict[str, Path]) -> None:
     result = subprocess.run([str(Path(sys.executable).parent / "cfn-lint"), *map(str, templates.values())],
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, f"cfn-lint findings:\n{result.stdout}{result.stderr}"
@@ -74,4 +83,5 @@ def test_cfn_lint_is_clean_on_both_templates(templates: dict[str, Path]) -> None
 def test_cli_refuses_an_unknown_environment_by_name(tmp_path: Path) -> None:
     result = cdk_synth("staging", tmp_path)
     assert result.returncode != 0
-    assert "env: unknown environment 'staging'; cdk.json defines ['dev', 'prod']" in result.stderr
+    assert ("env: unknown environment 'staging'; cdk.json defines ['dev', 'prod', 'serverless', 'shared']"
+            in result.stderr)

@@ -127,7 +127,8 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_environment_selection_is_explicit() -> None:
     semif = CDK_CONTEXT["semif"]
-    with pytest.raises(ConfigError, match=r"choose an environment with -c env=NAME, one of \['dev', 'prod'\]"):
+    shipped = r"\['dev', 'prod', 'serverless', 'shared'\]"
+    with pytest.raises(ConfigError, match=r"choose an environment with -c env=NAME, one of " + shipped):
         load_deployment(semif, None)
     with pytest.raises(ConfigError, match="unknown environment 'staging'"):
         load_deployment(semif, "staging")

@@ -12,7 +12,7 @@ import pytest
 from cdk_support import CDK_CONTEXT, load, problems, synth
 
 from stacks.config import ConfigError, check_model_fit, load_deployment
-from stacks.instances import GIB, describe_instance, instance_memory, realtime_instance_types
+from stacks.instances import GIB, describe_instance, instance_capacity, realtime_instance_types
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 KEY_ARN = "arn:aws:kms:{region}:123456789012:key/0b1c2d3e-0000-4000-8000-0123456789ab"
@@ -145,11 +145,11 @@ def test_gpu_models_must_fit_the_gpus_and_rope_scaling_allows_a_longer_context()
     assert check_model_fit(scaled, model_bytes=None, context_length=8192) == []
 
 
-def test_the_memory_table_covers_the_shipped_types_and_only_types_that_exist() -> None:
+def test_the_capacity_table_covers_the_shipped_types_and_only_types_that_exist() -> None:
     for name in ("ml.m5.large", "ml.g5.xlarge", "ml.c7i.xlarge", "ml.g6.xlarge", "ml.t2.medium"):
-        memory = instance_memory(name)
+        memory = instance_capacity(name)
         assert memory is not None and memory.memory_gib > 0
         assert (memory.gpus > 0) == (describe_instance(name).accelerator == "gpu")
-    assert instance_memory("ml.m5.large").memory_gib == 8  # type: ignore[union-attr]
+    assert instance_capacity("ml.m5.large").memory_gib == 8  # type: ignore[union-attr]
     from stacks.instances import _memory_table
     assert set(_memory_table()) <= realtime_instance_types()

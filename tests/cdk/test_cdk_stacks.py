@@ -109,8 +109,10 @@ def test_one_llama_map_for_both_with_the_model_path_pinned(both: Synth) -> None:
     llama = {k: v for k, v in environments["Decision"].items() if k.startswith("SM_LLAMA_CPP_")}
     assert llama == environments["Chat"]
     assert {k for k in environments["Decision"] if not k.startswith("SM_LLAMA_CPP_")} == {
-        *env.decision.env, "SEMIF_MODEL_SHA256"}
+        *env.decision.env, "SEMIF_MODEL_SHA256", "SEMIF_ENDPOINT_NAME"}
     assert environments["Decision"]["SEMIF_MODEL_SHA256"] == both.stack.artifact.artifact.model_sha256
+    # The EndpointName dimension of the adapter's metrics, which the dashboard and the warning alarm read.
+    assert environments["Decision"]["SEMIF_ENDPOINT_NAME"] == f"semif-{both.stack.deployment.env_name}-decision"
 
 
 def test_gpu_offloads_all_layers_on_a_recent_inference_ami(dev: Synth, prod: Synth) -> None:
@@ -289,7 +291,7 @@ def test_alarms_watch_latency_5xx_and_model_errors(both: Synth) -> None:
         metrics = {}
         for alarm in both.resources("AWS::CloudWatch::Alarm").values():
             props = alarm["Properties"]
-            dimensions = {d["Name"]: d["Value"] for d in props["Dimensions"]}
+            dimensions = {d["Name"]: d["Value"] for d in props.get("Dimensions", [])}
             if dimensions == {"EndpointName": name, "VariantName": "AllTraffic"}:
                 assert props["Namespace"] == "AWS/SageMaker"
                 metrics[props["MetricName"]] = props

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cdk_support import GROUPS, KEY_ARN, SUBNETS, Synth
+from cdk_support import GROUPS, KEY_ARN, PAGING_TOPIC, SUBNETS, Synth
 
 from stacks.timeouts import derive_timeouts
 
@@ -81,3 +81,45 @@ def test_data_capture_writes_encrypted_to_a_locked_down_bucket(variant: Synth) -
     _, chat_policy = variant.one("AWS::IAM::Policy", "/Chat/ExecutionPolicy")
     sids = {s["Sid"] for s in chat_policy["Properties"]["PolicyDocument"]["Statement"]}
     assert {"WriteDataCapture", "EncryptDataCapture", "CreateInterfacesInTheConfiguredSubnets"} <= sids
+
+
+def test_batch_transform_gets_encrypted_logged_locations_and_the_decision_role_only_the_access_it_needs(
+        variant: Synth) -> None:
+    key_id, _ = variant.one("AWS::KMS::Key", "/DataKey")
+    bucket_id, bucket = variant.one("AWS::S3::Bucket", "/BatchTransform/Data/Bucket")
+    props = bucket["Properties"]
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "aws:kms", "KMSMasterKeyID": {"Fn::GetAtt": [key_id, "Arn"]}}
+    assert props["LoggingConfiguration"]["LogFilePrefix"] == "batch/"
+    assert props["LifecycleConfiguration"]["Rules"][0]["ExpirationInDays"] == 30
+    outputs = variant.json["Outputs"]
+    for name, prefix in (("BatchInputUri", "input/"), ("BatchOutputUri", "output/")):
+        assert outputs[name]["Value"] == {"Fn::Join": ["", ["s3://", {"Ref": bucket_id}, f"/{prefix}"]]}
+    assert outputs["BatchInstanceType"]["Value"] == "ml.m5.xlarge"
+    _, policy = variant.one("AWS::IAM::Policy", "/Decision/ExecutionPolicy")
+    by_sid = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    arn = {"Fn::GetAtt": [bucket_id, "Arn"]}
+    assert by_sid["ListBatchInput"] == {"Sid": "ListBatchInput", "Action": "s3:ListBucket", "Effect": "Allow",
+                                        "Resource": arn, "Condition": {"StringLike": {"s3:prefix": "input/*"}}}
+    assert by_sid["ReadBatchInput"]["Resource"] == {"Fn::Join": ["", [arn, "/input/*"]]}
+    assert by_sid["ReadBatchInput"]["Action"] == "s3:GetObject"
+    assert by_sid["WriteBatchOutput"]["Resource"] == {"Fn::Join": ["", [arn, "/output/*"]]}
+    assert sorted(by_sid["WriteBatchOutput"]["Action"]) == ["s3:AbortMultipartUpload", "s3:PutObject"]
+    assert by_sid["UseTheBatchDataKey"]["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert ":log-group:/aws/sagemaker/TransformJobs:*" in json.dumps(by_sid["WriteTransformLogs"]["Resource"])
+    assert by_sid["PutTransformMetrics"]["Condition"] == {
+        "StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/TransformJobs"}}
+    _, chat = variant.one("AWS::IAM::Policy", "/Chat/ExecutionPolicy")
+    assert bucket_id not in json.dumps(chat), "the chat model's role never sees the batch data"
+    _, model = variant.one("AWS::SageMaker::Model", "/Decision/Model")
+    assert model["Properties"]["EnableNetworkIsolation"] is True, "SageMaker moves the data; the container never"
+
+
+def test_alarms_notify_the_subscribed_topic_and_the_configured_paging_topic(variant: Synth) -> None:
+    topic_id, _ = variant.one("AWS::SNS::Topic", "/Alarms/Topic")
+    subscriptions = variant.resources("AWS::SNS::Subscription").values()
+    assert sorted((s["Properties"]["Protocol"], s["Properties"]["Endpoint"]) for s in subscriptions) == [
+        ("email", "oncall@example.com"), ("email", "ops@example.com")]
+    assert all(s["Properties"]["TopicArn"] == {"Ref": topic_id} for s in subscriptions)
+    alarms = variant.resources("AWS::CloudWatch::Alarm").values()
+    assert alarms and all(a["Properties"]["AlarmActions"] == [{"Ref": topic_id}, PAGING_TOPIC] for a in alarms)

@@ -255,3 +255,84 @@ def test_a_stream_past_its_time_limit_ends_with_model_stream_error(
     assert received == [b"data: one\n\n", b"data: two\n\n"]  # the part that crossed the limit still arrives
     assert raised.value.response["Error"]["Code"] == "ModelStreamError"
     assert "allotted time" in raised.value.response["Error"]["Message"]
+
+
+# --- inference components (shared hosting): routed by InferenceComponentName, as SageMaker does ----------------
+
+@pytest.fixture
+def components(threaded_server: Serve) -> Iterator[tuple[dict[str, ScriptedContainer], str]]:
+    """A gateway with one endpoint hosting two components (each a scripted container) and one plain endpoint."""
+    scripted = {"shared-chat": ScriptedContainer(), "shared-decision": ScriptedContainer()}
+    with threaded_server(scripted["shared-chat"].app()) as chat_url, \
+            threaded_server(scripted["shared-decision"].app()) as decision_url, \
+            threaded_server(ScriptedContainer().app()) as plain_url, \
+            threaded_server(create_gateway({"shared-models": {"shared-chat": chat_url, "shared-decision": decision_url},
+                                            "plain": plain_url})) as url:
+        yield scripted, url
+
+
+@pytest.mark.parametrize("operation", ["invoke_endpoint", "invoke_endpoint_with_response_stream"])
+def test_each_component_gets_only_its_own_calls(components: tuple[dict[str, ScriptedContainer], str],
+                                                runtime_for: Callable[..., Any], operation: str) -> None:
+    scripted, url = components
+    client = runtime_for(url)
+    for component in ("shared-decision", "shared-decision", "shared-chat"):
+        sent = json.dumps({"to": component})
+        response = getattr(client, operation)(EndpointName="shared-models", InferenceComponentName=component,
+                                              Body=sent.encode(), ContentType="application/json")
+        body = response["Body"].read() if operation == "invoke_endpoint" else b"".join(
+            e["PayloadPart"]["Bytes"] for e in response["Body"])
+        assert json.loads(body) == {"echo": sent}
+    assert len(scripted["shared-decision"].received) == 2 and len(scripted["shared-chat"].received) == 1
+    # boto3 sent the component as SageMaker's header; the container receives no such header of ours to rely on.
+    assert "x-amzn-sagemaker-inference-component" not in scripted["shared-chat"].received[0]
+
+
+@pytest.mark.parametrize("operation", ["invoke_endpoint", "invoke_endpoint_with_response_stream"])
+def test_a_call_without_a_component_is_sagemakers_validation_error(
+        components: tuple[dict[str, ScriptedContainer], str], runtime_for: Callable[..., Any], operation: str) -> None:
+    scripted, url = components
+    client = runtime_for(url)
+    with pytest.raises(client.exceptions.ValidationError) as raised:
+        getattr(client, operation)(EndpointName="shared-models", Body=b"{}", ContentType="application/json")
+    error = raised.value.response
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert error["Error"]["Message"] == (
+        "Inference Component Name header is required for endpoints to which you plan to deploy inference "
+        "components. Please include Inference Component Name header or consider using SageMaker models.")
+    assert not scripted["shared-chat"].received and not scripted["shared-decision"].received
+    raw = httpx.post(f"{url}/endpoints/shared-models/invocations", content=b"{}")
+    assert raw.json()["ErrorCode"] == "INFERENCE_COMPONENT_NAME_MISSING"
+
+
+def test_an_unknown_component_or_a_component_of_a_plain_endpoint_is_refused(
+        components: tuple[dict[str, ScriptedContainer], str], runtime_for: Callable[..., Any]) -> None:
+    _, url = components
+    client = runtime_for(url)
+    with pytest.raises(client.exceptions.ValidationError, match="Inference Component nope of account 000000000000 "
+                                                                "not found on endpoint shared-models"):
+        client.invoke_endpoint(EndpointName="shared-models", InferenceComponentName="nope", Body=b"{}",
+                               ContentType="application/json")
+    with pytest.raises(client.exceptions.ValidationError, match="Endpoint plain of account 000000000000 hosts no "
+                                                                "inference components"):
+        client.invoke_endpoint(EndpointName="plain", InferenceComponentName="shared-chat", Body=b"{}",
+                               ContentType="application/json")
+    assert client.invoke_endpoint(EndpointName="plain", Body=b"{}", ContentType="application/json")[
+        "ResponseMetadata"]["HTTPStatusCode"] == 200
+
+
+def test_a_components_error_names_its_log_group_and_the_client_passes_the_component(
+        components: tuple[dict[str, ScriptedContainer], str], runtime_for: Callable[..., Any]) -> None:
+    scripted, url = components
+    scripted["shared-decision"].script += [(400, {"error": {"code": "invalid_request", "message": "no"}}),
+                                           (200, decision_body())]
+    client = runtime_for(url)
+    with pytest.raises(client.exceptions.ModelError) as raised:
+        client.invoke_endpoint(EndpointName="shared-models", InferenceComponentName="shared-decision", Body=b"{}",
+                               ContentType="application/json")
+    assert raised.value.response["LogStreamArn"].endswith("/aws/sagemaker/InferenceComponents/shared-decision")
+    session = boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
+    decider = DecisionClient("shared-models", inference_component_name="shared-decision",
+                             client=runtime_client(session=session, endpoint_url=url, max_attempts=1))
+    assert decider.decide(DECISION).best == "yes"
+    assert len(scripted["shared-decision"].received) == 2 and not scripted["shared-chat"].received

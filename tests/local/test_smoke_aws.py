@@ -168,10 +168,63 @@ def test_stack_name_and_region_follow_cdk_json(tmp_path: Path) -> None:
 
 
 def test_output_keys_are_the_ones_the_stack_declares(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stack names its outputs `{CONSTRUCT_IDS[kind]}EndpointName` / `...EndpointConfigName`."""
+    """The stack names its outputs `{CONSTRUCT_IDS[kind]}EndpointName` / `...EndpointConfigName` (and, shared,
+    `...InferenceComponentName`; tests/cdk checks the shared template declares them)."""
     monkeypatch.setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     from stacks.semif_stack import CONSTRUCT_IDS
 
     assert set(CONSTRUCT_IDS) == set(smoke.OUTPUT_KEYS)
     for role, construct_id in CONSTRUCT_IDS.items():
-        assert smoke.OUTPUT_KEYS[role] == (f"{construct_id}EndpointName", f"{construct_id}EndpointConfigName")
+        assert smoke.OUTPUT_KEYS[role] == (f"{construct_id}EndpointName", f"{construct_id}EndpointConfigName",
+                                           f"{construct_id}InferenceComponentName")
+
+
+# --- shared hosting: the stack names an inference component per role -------------------------------------------
+
+SHARED_OUTPUTS = {"DecisionEndpointName": "semif-shared-models", "DecisionEndpointConfigName": "SharedConfig-new",
+                  "DecisionInferenceComponentName": "semif-shared-decision"}
+
+
+def component(status: str, endpoint_name: str = "semif-shared-models", **extra: str) -> dict[str, Any]:
+    return {"InferenceComponentName": "semif-shared-decision", "EndpointName": endpoint_name,
+            "InferenceComponentArn": "arn:aws:sagemaker:us-east-1:1:inference-component/semif-shared-decision",
+            "EndpointArn": "arn:aws:sagemaker:us-east-1:1:endpoint/semif-shared-models",
+            "InferenceComponentStatus": status, "CreationTime": NOW, "LastModifiedTime": NOW, **extra}
+
+
+def test_a_shared_stack_names_the_component_to_invoke() -> None:
+    target = target_from_outputs(SHARED_OUTPUTS, "decision", "semif-shared")
+    assert target == Target("semif-shared-models", "SharedConfig-new", "semif-shared-decision")
+    assert target.invoke_args == {"InferenceComponentName": "semif-shared-decision"}
+    assert target.label == "semif-shared-models/semif-shared-decision"
+    assert Target("semif-dev-chat").invoke_args == {}  # dedicated: no component, boto3 sends no header
+
+
+def test_the_component_is_waited_for_after_the_endpoint(sagemaker: Any) -> None:
+    clock = FakeTime()
+    target = target_from_outputs(SHARED_OUTPUTS, "decision", "semif-shared")
+    with Stubber(sagemaker) as stub:
+        stub.add_response("describe_endpoint", {**endpoint("InService", "SharedConfig-new"),
+                                                "EndpointName": "semif-shared-models"},
+                          {"EndpointName": "semif-shared-models"})
+        for status in ("Creating", "InService"):
+            stub.add_response("describe_inference_component", component(status),
+                              {"InferenceComponentName": "semif-shared-decision"})
+        wait_in_service(sagemaker, target, clock.poller())
+        stub.assert_no_pending_responses()
+    assert clock.lines == ["waiting for inference component semif-shared-decision: Creating (0/60 s)"]
+
+
+@pytest.mark.parametrize(("described", "message"), [
+    (component("Failed", FailureReason="not enough memory on the instance"),
+     "semif-shared-decision is Failed: not enough memory on the instance"),
+    (component("InService", endpoint_name="other-endpoint"),
+     "runs on endpoint other-endpoint, not semif-shared-models"),
+])
+def test_a_failed_or_misplaced_component_fails_the_smoke_test(sagemaker: Any, described: dict[str, Any],
+                                                              message: str) -> None:
+    with Stubber(sagemaker) as stub:
+        stub.add_response("describe_inference_component", described)
+        with pytest.raises(SmokeFailure, match=message):
+            smoke.wait_component_in_service(sagemaker, Target("semif-shared-models", None, "semif-shared-decision"),
+                                            FakeTime().poller())

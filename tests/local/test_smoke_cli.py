@@ -101,3 +101,21 @@ def test_aws_path_checks_the_stack_and_endpoint_then_invokes(local_endpoints: An
             else:
                 with pytest.raises(smoke.SmokeFailure, match="InService on endpoint config ChatConfig-old"):
                     smoke.run(args, session=_Session(cloudformation))
+
+
+def test_shared_local_endpoints_serve_both_models_as_components_of_one_endpoint(spawn_gateway: Any,
+                                                                              runtime_for: Any) -> None:
+    """`local_endpoints.py --shared` (the real containers) and `smoke --local --shared`, as shared hosting runs."""
+    gateway = spawn_gateway("--shared")
+    gateway.wait_ready()
+    for role in ("decision", "chat"):
+        result = run_smoke(role, "--local", "--shared", "--port", str(gateway.port))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"smoke {role}: OK: local-models/local-{role}: ")
+    client = runtime_for(gateway.url)
+    with pytest.raises(client.exceptions.ValidationError, match="Inference Component Name header is required"):
+        client.invoke_endpoint(EndpointName="local-models", Body=b"{}", ContentType="application/json")
+    dedicated = run_smoke("decision", "--local", "--port", str(gateway.port))  # no such endpoint when shared
+    assert dedicated.returncode == 1 and "Endpoint local-decision of account" in dedicated.stderr
+    status, left = gateway.stop()
+    assert status == 0 and not left

@@ -26,7 +26,7 @@ FRAMEWORKS = ("cloudformation", "secrets")
 # The switches that keep checkov local (found in checkov 3.3's source): no platform mapping or run config
 # (BC_SKIP_MAPPING, --skip-download), no PyPI version check (CKV_SKIP_PACKAGE_UPDATE_CHECK), no API key.
 OFFLINE = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"}
-SCANNED = ("dev", "prod", "variant")
+SCANNED = ("dev", "prod", "shared", "serverless", "variant")
 TIMEOUT_S = 300
 PLANTED_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id
 
@@ -69,18 +69,19 @@ def checkov_environment(workdir: Path, guard_log: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def scan(dev: Synth, prod: Synth, variant: Synth, tmp_path_factory: pytest.TempPathFactory) -> Scan:
+def scan(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Scan:
     if not CHECKOV.exists():
         pytest.fail(f"{CHECKOV} is missing: run `make bootstrap` (it installs requirements-security.txt)")
     workdir = tmp_path_factory.mktemp("checkov")
     files = []
-    for name, synth in zip(SCANNED, (dev, prod, variant), strict=True):
+    for name in SCANNED:
+        synth: Synth = request.getfixturevalue(name)
         template = Path(synth.app.outdir) / synth.stack.template_file  # the file `cdk synth` writes
         files.append(shutil.copyfile(template, workdir / f"{name}.template.json"))
         files.append(workdir / f"{name}-bare.template.json")
         files[-1].write_text(json.dumps(without_skips(json.loads(template.read_text())), indent=1))
     files.append(workdir / "planted.template.json")
-    files[-1].write_text(json.dumps(with_planted_key(dev.json), indent=1))
+    files[-1].write_text(json.dumps(with_planted_key(request.getfixturevalue("dev").json), indent=1))
     guard_log = workdir / "refused.log"
     command = [str(CHECKOV), "--framework", *FRAMEWORKS, "--skip-download", "--output", "json",
                *(arg for path in files for arg in ("--file", str(path)))]
@@ -125,8 +126,8 @@ def test_checkov_finds_an_access_key_planted_in_a_template(scan: Scan) -> None:
     assert [c["check_id"] for c in failed if c["check_id"].startswith("CKV_SECRET")] == ["CKV_SECRET_2"]
 
 
-def test_the_security_doc_states_each_scanner_result_and_acknowledgement(scan: Scan, dev: Synth, prod: Synth,
-                                                                          variant: Synth) -> None:
+def test_the_security_doc_states_each_scanner_result_and_acknowledgement(scan: Scan,
+                                                                          request: pytest.FixtureRequest) -> None:
     doc = SECURITY_DOC.read_text()
     for name in SCANNED:
         file_name = f"{name}.template.json"
@@ -135,8 +136,8 @@ def test_the_security_doc_states_each_scanner_result_and_acknowledgement(scan: S
         assert re.search(row, doc), f"docs/security.md: no checkov row '| {name} | {counts} |'"
         for check_id, _ in scan.found(file_name, "skipped"):
             assert check_id in doc, f"docs/security.md does not explain the skip of {check_id}"
-    for synth in (dev, prod, variant):
-        for construct in synth.stack.node.find_all():
+    for name in SCANNED:
+        for construct in request.getfixturevalue(name).stack.node.find_all():
             for finding in acknowledgements(construct):
                 rule = finding.split("[")[0]
                 assert rule in doc, f"docs/security.md does not explain the acknowledgement of {rule}"

@@ -1,5 +1,6 @@
-"""Issue 7, deployed infrastructure: each property asserted on the synthesized templates of dev (CPU), prod (GPU)
-and the optional-features variant (pinned S3 model, VPC with service endpoints, data capture buckets)."""
+"""Issue 7, deployed infrastructure: each property asserted on the synthesized templates of dev (CPU), prod (GPU),
+the hosting modes (shared: inference components; serverless) and the optional-features variant (pinned S3 model,
+VPC with service endpoints, data capture and batch buckets, notifications)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from cdk_support import Synth, acknowledgements_in_effect, as_list
 from stacks.instances import describe_instance
 from stacks.vpc_endpoints import INTERFACE_SERVICES
 
-SYNTHS = ("dev", "prod", "variant")
+SYNTHS = ("dev", "prod", "shared", "serverless", "variant")
 POLICY_TYPES = ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
 
 # Independent of stacks/config.py on purpose: broader names, and values that are credentials whatever their key.
@@ -102,8 +103,8 @@ def test_execution_roles_read_one_object_pull_one_repository_and_write_their_own
 
 def test_every_bucket_is_encrypted_tls_only_private_and_logged_or_acknowledged(synthesized: Synth) -> None:
     buckets = synthesized.resources("AWS::S3::Bucket")
-    if synthesized.stack.capture is None:
-        assert buckets == {}, "without data capture the stack creates no bucket (the model is a CDK asset)"
+    if synthesized.stack.capture is None and synthesized.stack.batch is None:
+        assert buckets == {}, "without data capture or batch the stack creates no bucket (the model is a CDK asset)"
     policies = {p["Properties"]["Bucket"]["Ref"]: p for p in synthesized.resources("AWS::S3::BucketPolicy").values()}
     for logical_id, bucket in buckets.items():
         props = bucket["Properties"]
@@ -126,8 +127,8 @@ def test_every_bucket_is_encrypted_tls_only_private_and_logged_or_acknowledged(s
 
 def test_the_variant_has_buckets_so_the_bucket_test_is_not_vacuous(variant: Synth) -> None:
     buckets = variant.resources("AWS::S3::Bucket")
-    assert len(buckets) == 2
-    assert sum("LoggingConfiguration" in b["Properties"] for b in buckets.values()) == 1
+    assert len(buckets) == 4  # data capture and batch transform data, each with its access-log bucket
+    assert sum("LoggingConfiguration" in b["Properties"] for b in buckets.values()) == 2
 
 
 # --- ECR, CodeBuild ----------------------------------------------------------------------------------------------
@@ -162,10 +163,14 @@ def test_build_projects_are_encrypted_logged_and_only_the_image_build_is_privile
 def test_endpoint_configs_use_the_data_key_unless_the_instance_keeps_its_data_on_local_storage(
         synthesized: Synth) -> None:
     configs = synthesized.resources("AWS::SageMaker::EndpointConfig")
-    assert len(configs) == 2
+    assert len(configs) == (1 if synthesized.stack.deployment.env.shared else 2)
     for logical_id, config in configs.items():
-        instance_type = config["Properties"]["ProductionVariants"][0]["InstanceType"]
-        if describe_instance(instance_type).local_storage:
+        variant = config["Properties"]["ProductionVariants"][0]
+        if "ServerlessConfig" in variant:  # no instance: SageMaker manages the compute (acknowledged, with why)
+            assert "KmsKeyId" not in config["Properties"], logical_id
+            acknowledged = acknowledgements_in_effect(synthesized.construct(logical_id))
+            assert "instance" in acknowledged["NIST.800.53.R5-SageMakerEndpointConfigurationKMSKeyConfigured"]
+        elif describe_instance(variant["InstanceType"]).local_storage:
             assert "KmsKeyId" not in config["Properties"], logical_id
         else:
             assert config["Properties"]["KmsKeyId"] == data_key(synthesized), logical_id
@@ -425,3 +430,34 @@ def test_every_decision_instance_gets_the_digest_to_verify_and_the_chat_containe
     _, chat = synthesized.one("AWS::SageMaker::Model", "/Chat/Model")
     assert decision["Properties"]["PrimaryContainer"]["Environment"]["SEMIF_MODEL_SHA256"] == artifact.model_sha256
     assert "SEMIF_MODEL_SHA256" not in chat["Properties"]["PrimaryContainer"]["Environment"]
+
+
+# --- Issue 15: alarms that notify, an encrypted topic, isolation given up only where serverless requires it -------
+
+def test_every_alarm_has_an_action_and_it_is_the_encrypted_tls_only_alarm_topic(synthesized: Synth) -> None:
+    topic_id, topic = synthesized.one("AWS::SNS::Topic", "/Alarms/Topic")
+    assert topic["Properties"]["KmsMasterKeyId"] == data_key(synthesized)
+    alarms = synthesized.resources("AWS::CloudWatch::Alarm")
+    assert len(alarms) >= 7
+    for logical_id, alarm in alarms.items():
+        actions = alarm["Properties"].get("AlarmActions", [])
+        assert {"Ref": topic_id} in actions, f"{logical_id} notifies nobody"
+    (policy,) = [p for p in synthesized.resources("AWS::SNS::TopicPolicy").values()
+                 if p["Properties"]["Topics"] == [{"Ref": topic_id}]]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert any(s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+               for s in statements)
+    publish = next(s for s in statements if s.get("Sid") == "CloudWatchAlarmsOfThisStack")
+    assert publish["Principal"] == {"Service": "cloudwatch.amazonaws.com"} and publish["Action"] == "sns:Publish"
+    assert publish["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert ":alarm:" in json.dumps(publish["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+def test_network_isolation_is_off_only_for_a_serverless_model_and_acknowledged_there(synthesized: Synth) -> None:
+    for logical_id, model in synthesized.resources("AWS::SageMaker::Model").items():
+        isolated = model["Properties"]["EnableNetworkIsolation"]
+        serverless = synthesized.construct(logical_id).node.scope.props.hosting.mode == "serverless"
+        assert isolated is not serverless, logical_id
+        if not isolated:
+            skips = {s["id"]: s["comment"] for s in model["Metadata"]["checkov"]["skip"]}
+            assert "does not support network isolation" in skips["CKV_AWS_370"]
