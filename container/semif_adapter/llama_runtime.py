@@ -18,7 +18,7 @@ import llama_cpp
 import numpy as np
 
 from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
-from .prompt import ANSWER_SENTINEL, SLOT_LETTERS, USER_SENTINEL, ChatFrame
+from .prompt import SLOT_LETTERS, USER_SENTINEL, ChatFrame
 from .settings import DEFAULT_MAX_CONTEXT, Settings
 
 LOG = logging.getLogger("semif_adapter")
@@ -157,29 +157,25 @@ class LlamaRuntime:
 
     # -- chat template -----------------------------------------------------------------------------
     def chat_frame(self, template_name: str | None, system_text: str) -> ChatFrame:
-        """Render the system + user turns with the model's template (or a named built-in one), and again with
-        an assistant answer, so the frame knows what closes an answer."""
+        """Render the system + user turns with the model's template (or a named built-in one)."""
         template = template_name.encode() if template_name else \
             llama_cpp.llama_model_chat_template(self.model, None)
         if not template:
             raise RuntimeStartError("the model has no chat template; set SEMIF_CHAT_TEMPLATE (e.g. chatml)")
         turns = [(b"system", system_text.encode()), (b"user", USER_SENTINEL.encode())]
-        rendered = self._render(template, turns, add_assistant=True)
-        answered = self._render(template, [*turns, (b"assistant", ANSWER_SENTINEL.encode())], add_assistant=False)
         try:
-            return ChatFrame.from_rendered(rendered, answered)
+            return ChatFrame.from_rendered(self._render(template, turns))
         except ValueError as error:
             raise RuntimeStartError(f"chat template: {error}") from None
 
     @staticmethod
-    def _render(template: bytes, turns: list[tuple[bytes, bytes]], *, add_assistant: bool) -> str:
+    def _render(template: bytes, turns: list[tuple[bytes, bytes]]) -> str:
         messages = (llama_cpp.llama_chat_message * len(turns))(
             *(llama_cpp.llama_chat_message(role=role, content=content) for role, content in turns))
         size = 4096
         for _ in range(2):
             buffer = ctypes.create_string_buffer(size)
-            written = llama_cpp.llama_chat_apply_template(template, messages, len(turns), add_assistant, buffer,
-                                                          size)
+            written = llama_cpp.llama_chat_apply_template(template, messages, len(turns), True, buffer, size)
             if written < 0:
                 raise RuntimeStartError("llama.cpp does not support this chat template; set "
                                         "SEMIF_CHAT_TEMPLATE to a built-in name (e.g. chatml, llama3)")

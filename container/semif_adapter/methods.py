@@ -2,12 +2,13 @@
 
 - `letters` (SemIf's method): the options under slot letters; an option's score is its letter's logit at the
   prompt's last position (averaged over the rotations with debias=permute).
-- `likelihood` (the "cloze" form of multiple choice): each option's text scored as the assistant's answer, the sum
-  of its tokens' log-probabilities, the turn's end token included (so "Yes" does not win over "Yes, but ..." for
-  being a prefix of it). Order-invariant by construction: options are listed and scored in a canonical order.
-- `pmi` (domain-conditional PMI, Holtzman et al. 2021): `likelihood` minus the same answer's log-probability
-  under a content-free evidence. The baseline depends only on the criterion and the options, so it is computed
-  once for them and kept (`BaselineCache`); it removes what makes an answer likely whatever the evidence says.
+- `likelihood` (the "cloze" form of multiple choice): each option's text scored as the assistant's answer to the
+  evidence and the criterion: the mean log-probability of its tokens (the per-token normalised form measured best
+  of sum, per token and per byte on the labelled set). Order-invariant by construction: scored in a canonical order.
+- `pmi` (domain-conditional PMI, Holtzman et al. 2021): the answer's summed log-probability minus the same sum
+  under a content-free evidence, the log of how much the evidence raised the answer's probability (its length
+  cancels). The baseline depends only on the criterion and the options, so it is computed once for them and kept
+  (`BaselineCache`); it removes what makes an answer likely whatever the evidence says.
 
 Every method goes through the same tokenizer and engine, hence the same prefix cache and the same guarantees.
 """
@@ -136,18 +137,19 @@ def answer_reads(planned: PlanTokens) -> Reads:
 
 
 def answer_log_probs(request: DecisionRequest, plan: PromptPlan, planned: PlanTokens,
-                     result: EngineResult) -> np.ndarray:
-    """Summed log-probability of each option's answer tokens, in request order."""
+                     result: EngineResult) -> tuple[np.ndarray, np.ndarray]:
+    """Each option's answer: its tokens' summed log-probability and its token count, in request order."""
     assert result.common is not None
     first = result.common.log_probs()
-    scores = np.zeros(len(request.decision.options), dtype=np.float64)
+    sums = np.zeros(len(request.decision.options), dtype=np.float64)
+    counts = np.zeros(len(request.decision.options), dtype=np.float64)
     for position, (branch, rows, tokens) in enumerate(zip(plan.branches, result.branches, planned.branches,
                                                           strict=True)):
         total = float(first[position])
         for j in range(len(tokens) - 1):
             total += float(rows[j].log_probs()[0])
-        scores[branch.order[0]] = total
-    return scores
+        sums[branch.order[0]], counts[branch.order[0]] = total, len(tokens)
+    return sums, counts
 
 
 class Likelihood:
@@ -160,22 +162,24 @@ class Likelihood:
         return answers_plan(self.frame, request, content_free=content_free)
 
     def answers(self, request: DecisionRequest, work: Work,
-                content_free: bool = False) -> tuple[np.ndarray, PromptPlan, Effort]:
+                content_free: bool = False) -> tuple[np.ndarray, np.ndarray, PromptPlan, Effort]:
+        """Summed log-probabilities and token counts of the answers, the prompt, and what it cost."""
         plan = self.plan(request, content_free)
         planned, result, tokenize_ms = work.run(plan, answer_reads)
-        return answer_log_probs(request, plan, planned, result), plan, Effort.of(result, tokenize_ms)
+        sums, counts = answer_log_probs(request, plan, planned, result)
+        return sums, counts, plan, Effort.of(result, tokenize_ms)
 
     def score(self, request: DecisionRequest, work: Work) -> MethodScores:
-        scores, plan, effort = self.answers(request, work)
-        return MethodScores(option_logits=scores, orders=(), allowed_token_mass=None, prompt=PromptId.of(plan),
-                            effort=effort)
+        sums, counts, plan, effort = self.answers(request, work)
+        return MethodScores(option_logits=sums / counts, orders=(), allowed_token_mass=None,
+                            prompt=PromptId.of(plan), effort=effort)
 
 
 BaselineKey = tuple[str, tuple[tuple[str, str], ...]]
 
 
 class BaselineCache:
-    """pmi's content-free log-probabilities by option id, keyed by the criterion and the options (by id)."""
+    """pmi's content-free summed log-probabilities by option id, keyed by the criterion and the options (by id)."""
 
     def __init__(self, entries: int = BASELINE_CACHE_ENTRIES) -> None:
         self._entries: OrderedDict[BaselineKey, dict[str, float]] = OrderedDict()
@@ -213,10 +217,10 @@ class Pmi:
         extra: Effort | None = None
         cached = baseline is not None
         if baseline is None:  # before the main prompt, so the KV cache ends up holding the caller's state
-            values, _, extra = self.likelihood.answers(request, work, content_free=True)
+            values, _, _, extra = self.likelihood.answers(request, work, content_free=True)
             baseline = {option.id: float(value) for option, value in zip(options, values, strict=True)}
             self.baselines.put(key, baseline)
-        scores, plan, effort = self.likelihood.answers(request, work)
+        scores, _, plan, effort = self.likelihood.answers(request, work)
         offsets = np.array([baseline[option.id] for option in options], dtype=np.float64)
         return MethodScores(option_logits=scores - offsets, orders=(), allowed_token_mass=None,
                             prompt=PromptId.of(plan), effort=effort.plus(extra) if extra else effort,

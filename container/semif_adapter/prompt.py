@@ -4,7 +4,9 @@ The user message is JSON holding the evidence and the criterion (as in SemIf; op
 Each scoring method words it its own way (`methods.py` says which builder it uses):
 
 - letters: the options under slot letters A..P; the model's next token after the prompt is scored.
-- answer texts (likelihood, pmi): the prompt, then each option's description as the assistant's answer.
+- answer texts (likelihood, pmi): the evidence and the criterion only, then each option's description as the
+  assistant's answer. Measured on the labelled set, listing the options in the user message hurt (pmi 0.42 vs
+  0.62 accuracy): the small model then copies whichever option it read first.
 
 Every prompt is cut into the same four parts: head (template + system text, constant per method), state,
 common (the criterion, and whatever all branches share) and one branch per scored continuation. The cuts sit
@@ -29,11 +31,10 @@ LETTERS_SYSTEM_TEXT = (
     "the listed options. Answer with the option's letter only, without any explanation."
 )
 ANSWERS_SYSTEM_TEXT = (
-    "You are a decision function. Apply the criterion to the evidence and choose exactly one of "
-    "the listed options. Answer with the text of that option only, exactly as it is written."
+    "You are a decision function. Apply the criterion to the evidence and answer in a few words, "
+    "without any explanation."
 )
 USER_SENTINEL = "\u0001SEMIF-USER-MESSAGE\u0001"  # stands in for the user message while the frame is cut
-ANSWER_SENTINEL = "\u0001SEMIF-ANSWER\u0001"  # stands in for the assistant's answer
 CONTENT_FREE_EVIDENCE = "N/A"  # pmi's baseline evidence (Zhao et al. 2021; Holtzman et al. 2021)
 
 
@@ -43,20 +44,13 @@ class ChatFrame:
 
     prefix: str  # system turn and the user turn's opening
     suffix: str  # the user turn's closing and the assistant turn's opening
-    turn_end: str = ""  # what the template puts right after an assistant answer (its first token ends the turn)
 
     @classmethod
-    def from_rendered(cls, rendered: str, answered: str | None = None) -> ChatFrame:
-        """`rendered`: system + user turns with the assistant's opening; `answered`: the same with an answer."""
+    def from_rendered(cls, rendered: str) -> ChatFrame:
         if rendered.count(USER_SENTINEL) != 1:
             raise ValueError("the chat template does not reproduce the user message exactly once")
         prefix, suffix = rendered.split(USER_SENTINEL)
-        turn_end = ""
-        if answered is not None:
-            if answered.count(ANSWER_SENTINEL) != 1:
-                raise ValueError("the chat template does not reproduce the assistant's answer exactly once")
-            turn_end = answered.split(ANSWER_SENTINEL)[1]
-        return cls(prefix=prefix, suffix=suffix, turn_end=turn_end)
+        return cls(prefix=prefix, suffix=suffix)
 
     @property
     def head(self) -> str:
@@ -83,7 +77,6 @@ class Branch:
 
     order: tuple[int, ...]  # letters: order[slot] = option index; answers: (the option this branch scores,)
     texts: tuple[Text, ...]
-    ends_turn: bool = False  # answers: the turn's end token follows the answer and is scored with it
 
 
 @dataclass(frozen=True)
@@ -94,7 +87,6 @@ class PromptPlan:
     branches: tuple[Branch, ...]
     version: str
     sha256: str  # of the prompt text, then each scored answer after a NUL (letters: of its first branch)
-    turn_end: str = ""  # template text after an answer: its first token closes every branch with ends_turn
 
     @property
     def prefix_texts(self) -> tuple[str, str]:
@@ -154,21 +146,18 @@ def letters_plan(frame: ChatFrame, request: DecisionRequest) -> PromptPlan:
 
 
 def answers_plan(frame: ChatFrame, request: DecisionRequest, *, content_free: bool = False) -> PromptPlan:
-    """Options listed (in canonical order) in the user message; each option's text is one branch (the answer).
+    """The evidence and the criterion; each option's text is one branch (the answer), in canonical order.
 
     With `content_free`, the evidence is replaced by a content-free one: pmi's baseline, which then depends only
     on the criterion and the options and is computed once for them.
     """
     decision = request.decision
     order = canonical_order(request)
-    listed = ", ".join(_quoted(decision.options[index].description) for index in order)
-    common = (Text(' "criterion": ' + _quoted(decision.question) + ', "options": [' + listed + "]}"),
-              Text(frame.suffix, template=True))
-    branches = tuple(Branch(order=(index,), texts=(Text(decision.options[index].description),), ends_turn=True)
-                     for index in order)
+    common = (Text(' "criterion": ' + _quoted(decision.question) + "}"), Text(frame.suffix, template=True))
+    branches = tuple(Branch(order=(index,), texts=(Text(decision.options[index].description),)) for index in order)
     state = state_piece(CONTENT_FREE_EVIDENCE if content_free else decision.state)
     plan = PromptPlan(head=frame.head, state=state, common=common, branches=branches, version=ANSWERS_VERSION,
-                      sha256="", turn_end=frame.turn_end)
+                      sha256="")
     prompt = plan.head + plan.state + "".join(t.text for t in common)
     return _with_sha(plan, prompt + "".join("\x00" + decision.options[index].description for index in order))
 

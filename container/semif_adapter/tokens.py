@@ -105,32 +105,18 @@ class PromptTokenizer:
                 raise PromptTooLongError(error.count, self.runtime.n_ctx, f"{field} alone", field) from None
         return tokens
 
-    def turn_end(self, text: str) -> int:
-        tokens = self._template(text)
-        if not tokens:
-            raise ValueError("the chat template puts nothing after an answer: no token ends the turn")
-        return tokens[0]
-
     def tokens(self, plan: PromptPlan) -> PlanTokens:
         state = tuple(self._texts([Text(plan.state)], "decision.state"))
         common = tuple(self._texts(plan.common, "decision.question"))
         branches = []
         for branch in plan.branches:
-            tokens = self._texts(branch.texts, "decision.options")
-            if branch.ends_turn:
-                tokens.append(self.turn_end(plan.turn_end))
-            branches.append(tuple(tokens))
+            branches.append(tuple(self._texts(branch.texts, "decision.options")))
         return PlanTokens(chunks=((plan.head, self.head(plan.head)), (plan.state, state)), common=common,
                           branches=tuple(branches))
 
     def whole(self, plan: PromptPlan, branch: int = 0) -> list[int]:
         """The prompt tokenized in one piece, special tokens parsed (as llama-server reads a rendered prompt)."""
-        text = plan.text(branch) + (plan.turn_end if plan.branches[branch].ends_turn else "")
-        tokens = self.runtime.tokenize(text, special=True, add_bos=self.runtime.add_bos)
-        if plan.branches[branch].ends_turn:  # only the turn end's first token is part of the scored answer
-            tail = len(self._template(plan.turn_end)) - 1
-            tokens = tokens[:len(tokens) - tail] if tail else tokens
-        return tokens
+        return self.runtime.tokenize(plan.text(branch), special=True, add_bos=self.runtime.add_bos)
 
 
 def check_exact(tokenizer: PromptTokenizer, plans: Iterable[PromptPlan]) -> list[str]:

@@ -22,12 +22,15 @@ ERROR = {
 }
 DECIDED = {
     "type": "object",
-    "required": ["decision_id", "option_ids", "probabilities", "option_logits", "allowed_token_mass", "temperature",
-                 "debias", "timing", "model", "prompt"],
+    "required": ["decision_id", "option_ids", "probabilities", "option_logits", "scoring", "warnings", "calibration",
+                 "allowed_token_mass", "temperature", "debias", "timing", "model", "prompt"],
     "properties": {
         "decision_id": {"type": "string"}, "option_ids": {"type": "array", "items": {"type": "string"}},
         "probabilities": NUMBER_LIST, "option_logits": NUMBER_LIST,
-        "allowed_token_mass": {"type": "number", "minimum": 0, "maximum": 1},
+        "scoring": {"enum": ["letters", "likelihood", "pmi"]},
+        "warnings": {"type": "array", "items": {"enum": ["low_option_mass", "near_tie"]}},
+        "calibration": {"type": ["object", "null"]},
+        "allowed_token_mass": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         "temperature": {"type": "number", "exclusiveMinimum": 0}, "debias": {"enum": ["none", "permute"]},
         "timing": {"type": "object", "required": ["prompt_tokens", "cached_tokens", "total_ms"]},
         "model": {"type": "object"}, "prompt": {"type": "object", "required": ["version", "sha256"]},

@@ -10,7 +10,7 @@ from semif_adapter.prompt import SLOT_LETTERS, ChatFrame, answers_plan, canonica
 from semif_adapter.request_schema import Debias, RequestError, Scoring, parse_request
 
 FRAME = ChatFrame(prefix="<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n",
-                  suffix="<|im_end|>\n<|im_start|>assistant\n", turn_end="<|im_end|>\n")
+                  suffix="<|im_end|>\n<|im_start|>assistant\n")
 
 
 def request(options: list[str], **knobs: object):
@@ -45,16 +45,15 @@ def test_cuts_sit_where_the_pre_split_breaks():
     assert letters.branches[0].texts[1] == type(letters.branches[0].texts[1])(FRAME.suffix, template=True)
 
 
-def test_answers_prompt_lists_options_canonically_and_scores_each_text():
+def test_answers_prompt_holds_evidence_and_criterion_and_scores_each_text_canonically():
     forward = answers_plan(FRAME, request(["c", "a", "b"]))
     backward = answers_plan(FRAME, request(["b", "a", "c"]))
     assert forward.sha256 == backward.sha256 and forward.common == backward.common
     assert [b.texts[0].text for b in forward.branches] == ["about a", "about b", "about c"]
     assert [b.order for b in forward.branches] == [(1,), (2,), (0,)]  # request indexes of a, b, c
-    assert all(b.ends_turn for b in forward.branches) and forward.turn_end == FRAME.turn_end
     user = json.loads((forward.head + forward.state + forward.common[0].text)[len(FRAME.prefix):])
-    assert user == {"evidence": {"a": [1, 2], "b": 1}, "criterion": "Which?",
-                    "options": ["about a", "about b", "about c"]}
+    assert user == {"evidence": {"a": [1, 2], "b": 1}, "criterion": "Which?"}  # the options are not listed
+    assert forward.common[1].template and forward.common[1].text == FRAME.suffix
     baseline = answers_plan(FRAME, request(["c", "a", "b"]), content_free=True)
     assert baseline.state == ' "N/A",' and baseline.common == forward.common
 
