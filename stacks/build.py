@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aws_cdk import App
+from aws_cdk import Annotations, App
 
-from .artifact_source import ArtifactCache, prepare_artifact
+from semif_adapter.kernel_paths import KernelReport
+
+from .artifact_source import Artifact, ArtifactCache, LocalArtifact, prepare_artifact
 from .config import CONTEXT_KEY, ENV_CONTEXT_KEY, ConfigError, check_model_fit, load_deployment
 from .nag import add_checks
 from .semif_stack import SemifStack
@@ -31,5 +33,18 @@ def build_app(app: App, *, repo_root: Path = REPO_ROOT, cache_dir: Path = CACHE_
         raise ConfigError([(f"{prefix}.{key}", message) for key, message in problems])
     stack = SemifStack(app, deployment, artifact, container_dir=container_dir,
                        account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
+    annotate_model(stack, artifact, deployment.env.accelerator, f"{prefix}.model")
     add_checks(app)
     return stack
+
+
+def annotate_model(stack: SemifStack, artifact: Artifact, accelerator: str, key: str) -> None:
+    """Shown by every `cdk synth`: a conversion's figures (info), weight types without a fast kernel (warning)."""
+    if not isinstance(artifact, LocalArtifact):
+        return
+    for index, note in enumerate(artifact.notes):
+        Annotations.of(stack).add_info(f"{key}.convert [{index}]: {note.strip()}")
+    if artifact.weight_types is not None:
+        warning = KernelReport(accelerator, dict(artifact.weight_types)).warning()
+        if warning:
+            Annotations.of(stack).add_warning_v2("semif:model-kernels", f"{key}: {warning}")
