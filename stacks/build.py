@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-from aws_cdk import Annotations, App
+from aws_cdk import App
 
 from semif_adapter.kernel_paths import KernelReport
 
@@ -33,18 +34,16 @@ def build_app(app: App, *, repo_root: Path = REPO_ROOT, cache_dir: Path = CACHE_
         raise ConfigError([(f"{prefix}.{key}", message) for key, message in problems])
     stack = SemifStack(app, deployment, artifact, container_dir=container_dir,
                        account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
-    annotate_model(stack, artifact, deployment.env.accelerator, f"{prefix}.model")
+    for warning in model_warnings(artifact, deployment.env.accelerator, f"{prefix}.model"):
+        print(f"warning: {warning}", file=sys.stderr)
     add_checks(app)
     return stack
 
 
-def annotate_model(stack: SemifStack, artifact: Artifact, accelerator: str, key: str) -> None:
-    """Shown by every `cdk synth`: a conversion's figures (info), weight types without a fast kernel (warning)."""
-    if not isinstance(artifact, LocalArtifact):
-        return
-    for index, note in enumerate(artifact.notes):
-        Annotations.of(stack).add_info(f"{key}.convert [{index}]: {note.strip()}")
-    if artifact.weight_types is not None:
-        warning = KernelReport(accelerator, dict(artifact.weight_types)).warning()
-        if warning:
-            Annotations.of(stack).add_warning_v2("semif:model-kernels", f"{key}: {warning}")
+def model_warnings(artifact: Artifact, accelerator: str, key: str) -> list[str]:
+    """Printed by every `cdk synth` (stderr, not a CDK annotation: the policy report of a clean synth stays empty):
+    weight types with no fast kernel on the accelerator. A conversion's figures are printed when it runs."""
+    if not isinstance(artifact, LocalArtifact) or artifact.weight_types is None:
+        return []
+    warning = KernelReport(accelerator, dict(artifact.weight_types)).warning()
+    return [f"{key}: {warning}"] if warning else []

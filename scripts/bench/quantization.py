@@ -79,8 +79,7 @@ def run(model: Path, types: list[str], repeats: int) -> dict[str, Any]:
                                 for m in agreements[index - 1].methods}
             row["quantizer_notes"] = list(conversions[index - 1].notes)
         rows.append(row)
-    return {"model": model.name, "repeats": repeats, "load_before": list(os.getloadavg()), "rows": rows,
-            "raw": times}
+    return {"model": model.name, "repeats": repeats, "rows": rows, "raw": times}
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -105,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write every figure here")
     args = parser.parse_args(argv)
+    load_before = [round(value, 2) for value in os.getloadavg()]
     result = run((args.model or embedded_model_path()).resolve(), args.types.upper().split(","), args.repeats)
-    result["load_after"] = list(os.getloadavg())
+    result.update(load_before=load_before, load_after=[round(value, 2) for value in os.getloadavg()])
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(markdown(result))

@@ -13,12 +13,12 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from aws_cdk.assertions import Annotations, Match, Template
-from cdk_support import Synth
+from aws_cdk.assertions import Match, Template
 
 from semif_adapter.gguf_header import read_gguf_info
 from stacks import artifact_source
 from stacks.artifact_source import ArtifactCache, LocalArtifact, RemoteArtifact, container_model_path, prepare_artifact
+from stacks.build import model_warnings
 from stacks.config import ConfigError, EmbeddedModel, GgufModel, S3Model, TarballModel
 from stacks.log_groups import LogSettings
 from stacks.model_artifact import ModelArtifact
@@ -164,13 +164,17 @@ def test_a_foreign_bucket_is_read_only_when_its_owner_is_configured(tmp_path: Pa
                            "Condition": {"StringEquals": {"s3:ResourceAccount": "210987654321"}}})])}})
 
 
-def test_the_stack_warns_when_the_weights_have_no_fast_kernel_on_its_accelerator(dev: Synth, prod: Synth) -> None:
-    """The embedded Q4_1 has no repacked or tiled CPU kernel (dev: cpu); on CUDA it has one (prod: gpu)."""
-    (warning,) = Annotations.from_stack(dev.stack).find_warning("*", Match.string_like_regexp("kernel"))
-    message = str(warning.entry.data)
-    assert message.startswith("environments.dev.model: 100% of the weights (Q4_1 63 MiB) are in types with no "
+def test_synth_warns_when_the_weights_have_no_fast_kernel_on_the_accelerator(tmp_path: Path) -> None:
+    """The embedded Q4_1 has no repacked or tiled CPU kernel; on CUDA it has one; a remote model is not read."""
+    artifact = prepare_artifact(EmbeddedModel(source="embedded"), key=KEY, base_dir=tmp_path,
+                                cache=ArtifactCache(Path(__file__).resolve().parents[2] / ".cache" / "model-artifacts"))
+    (warning,) = model_warnings(artifact, "cpu", KEY)
+    assert warning.startswith("environments.dev.model: 100% of the weights (Q4_1 63 MiB) are in types with no "
                               "repacked or tiled CPU kernel")
-    assert Annotations.from_stack(prod.stack).find_warning("*", Match.string_like_regexp("kernel")) == []
+    assert model_warnings(artifact, "gpu", KEY) == []
+    source = S3Model(source="s3", uri=f"s3://models-bucket/{SHA}/model.tar.gz", sha256=SHA, model_file="m.gguf")
+    remote = prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=ArtifactCache(tmp_path / "cache"))
+    assert model_warnings(remote, "cpu", KEY) == []
 
 
 def test_the_weight_types_are_remembered_with_the_digest(tmp_path: Path, builds: list[Path]) -> None:
