@@ -6,12 +6,19 @@
 The adapter runs as the real `container/serve serve` process and the chat path
 as the real llama-server, both on loopback; the floor (raw llama_decode of the
 tokens a decision needs) and SemIf's fresh reference method run in this process
-through the adapter's own llama.cpp layer. (1) Scenarios, `debias: permute`
-included: the four systems take turns request by request (see phase_paired).
-(2) Python overhead per decision and two probes, in process. (3) Fan-out,
-concurrency and a burst past the queue, adapter only. (4) llama.cpp settings,
-taking turns in process. (5) With --variant-*, the floor in child processes
-with another libllama build (e.g. AVX-512) or environment.
+through the adapter's own llama.cpp layer; llama-server also runs as a scorer
+(`/completion`, `--parallel 4`, its prompt cache on) and SemIf's serial-prefix
+mode runs in process on a context of its own. (1) Scenarios, `debias: permute`
+included: the systems take turns request by request (see phase_paired).
+(2) The scoring methods' cost: letters, likelihood and pmi taking turns.
+(3) Real traffic, interleaved and skewed: adapter, llama-server and serial
+prefix taking turns round by round (phase_traffic). (4) The caches: restore vs
+recompute, the identical-request path. (5) Python overhead per decision and two
+probes, in process. (6) Fan-out, concurrency and a burst past the queue,
+adapter only. (7) Memory after many distinct states, an adapter of its own with
+a small SEMIF_CACHE_BYTES. (8) llama.cpp settings, taking turns in process.
+(9) With --variant-*, the floor in child processes with another libllama build
+(e.g. AVX-512) or environment.
 Writes decisions.json, decisions.md and decisions.png under --out.
 """
 
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -34,13 +42,16 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python scripts/bench_decisions.py` from a checkout
     sys.path.insert(0, str(ROOT))
 
+from scripts.bench import completion, servers  # noqa: E402
 from scripts.bench import config as configs  # noqa: E402
-from scripts.bench import servers  # noqa: E402
 from scripts.bench.chart import render_chart  # noqa: E402
-from scripts.bench.inprocess import Model  # noqa: E402
+from scripts.bench.inprocess import Model, SerialPrefix  # noqa: E402
+from scripts.bench.phase_cache import identical_phase, memory_phase, restore_phase  # noqa: E402
 from scripts.bench.phase_http import concurrency, fanout  # noqa: E402
 from scripts.bench.phase_inprocess import floor_sets, knob_phase, overhead, probes  # noqa: E402
+from scripts.bench.phase_methods import method_phase  # noqa: E402
 from scripts.bench.phase_paired import paired_phase  # noqa: E402
+from scripts.bench.phase_traffic import Peers, traffic_phase  # noqa: E402
 from scripts.bench.report import markdown, permute_costs, rows, targets  # noqa: E402
 from semif_adapter.embedded_model import embedded_model_path  # noqa: E402
 from semif_adapter.settings import cpu_quota  # noqa: E402
@@ -107,7 +118,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", type=Path, help="GGUF file (default: the embedded SmolLM2-135M)")
     parser.add_argument("--quick", action="store_true", help="every phase in its smallest form (a few minutes)")
     parser.add_argument("--out", type=Path, help=f"output directory (default {FULL_OUT}; --quick: {QUICK_OUT})")
-    parser.add_argument("--skip-chat", action="store_true", help="no llama-server")
+    parser.add_argument("--skip-chat", action="store_true", help="no llama-server answering as chat")
+    parser.add_argument("--skip-server", action="store_true", help="no llama-server scoring through /completion")
+    parser.add_argument("--skip-memory", action="store_true", help="no memory phase (10,000 states in a full run)")
+    parser.add_argument("--memory-states", type=int, metavar="N",
+                        help="distinct states of the memory phase (full run: 10,000, about 25 min on 2 cores)")
     parser.add_argument("--skip-knobs", action="store_true", help="no llama.cpp settings phase")
     parser.add_argument("--variant-lib", action="append", default=[], metavar="DIR",
                         help="time the floor with the libllama in DIR too, e.g. an AVX-512 build (repeatable)")
@@ -118,18 +133,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def served_phases(results: dict[str, Any], phases: Phases, model: Path, config: configs.Config,
-                  with_chat: bool) -> None:
-    """Everything that needs the servers: both up for the whole time, idle when not measured."""
+                  *, with_chat: bool, with_server: bool) -> None:
+    """Everything that needs the servers: all up for the whole time, idle when not measured."""
     with contextlib.ExitStack() as stack:
         adapter = stack.enter_context(servers.adapter(model, {"SEMIF_QUEUE_SIZE": str(config.queue_size)}))
         results["adapter_ready"] = adapter.ready_fields()
         threads = int(results["adapter_ready"].get("threads") or cpu_quota())
         chat = stack.enter_context(servers.llama_server(model, threads)) if with_chat else None
+        server = stack.enter_context(servers.llama_server(model, threads, completion.SETTINGS)) \
+            if with_server else None
         inproc = Model.open(model, {})
         stack.callback(inproc.close)
+        serial_model = Model.open(model, {})  # the serial-prefix mode's own context: nothing else touches it
+        stack.callback(serial_model.close)
+        serial = SerialPrefix(serial_model)
         results["head_tokens"] = len(inproc.tokenizer.head(inproc.letters.frame.head))
-        results["scenarios"] = phases.run("scenarios, systems taking turns", paired_phase, inproc, config,
-                                          adapter.url, chat.url if chat else None)
+        results["context_bytes"] = inproc.runtime.context_bytes
+        results["server_settings"] = {"argv_env": completion.SETTINGS, "n_probs": completion.N_PROBS} \
+            if server else None
+        results["scenarios"] = phases.run(
+            "scenarios, systems taking turns",
+            lambda: paired_phase(inproc, config, adapter.url, chat.url if chat else None,
+                                 server_url=server.url if server else None, serial=serial))
+        results["methods"] = phases.run("scoring methods, taking turns", method_phase, adapter.url, config)
+        results["traffic"] = phases.run(
+            "interleaved and skewed traffic, systems taking turns", traffic_phase,
+            Peers(inproc, serial, adapter.url, server.url if server else None), config.interleaved, config.skewed)
+        results["restore"] = phases.run("prefix restore vs recompute", restore_phase, inproc, config)
+        results["identical"] = phases.run("identical requests", identical_phase, adapter.url, config)
         results["python_overhead_ms"] = phases.run("python overhead", overhead, inproc, config)
         results["probes"] = phases.run("probes", probes, inproc, config)
         results["fanout"] = phases.run("fan-out", fanout, adapter.url, config)
@@ -150,6 +181,8 @@ def write_outputs(results: dict[str, Any], out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = configs.quick() if args.quick else configs.full()
+    if args.memory_states:
+        config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, states=args.memory_states))
     model = (args.model or embedded_model_path()).resolve()
     if args.floor_json:
         opened = Model.open(model, {})
@@ -161,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     started, load_before, clock = time.strftime("%Y-%m-%d %H:%M:%S %Z"), load(), time.monotonic()
     phases = Phases()
     results: dict[str, Any] = {}
-    served_phases(results, phases, model, config, with_chat=not args.skip_chat)
+    served_phases(results, phases, model, config, with_chat=not args.skip_chat, with_server=not args.skip_server)
+    results["memory"] = None if args.skip_memory else phases.run(
+        f"memory, {config.memory.states} distinct states", memory_phase, model, results["context_bytes"], config)
     results["knobs"] = [] if args.skip_knobs else phases.run("llama.cpp settings", knob_phase, model, config)
     results["variants"] = []
     if args.variant_lib or args.variant_env:  # each variant against a baseline in a child process of its own

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from aws_cdk import App
 
-from .artifact_source import ArtifactCache, prepare_artifact
+from semif_adapter.kernel_paths import KernelReport
+
+from .artifact_source import Artifact, ArtifactCache, LocalArtifact, prepare_artifact
 from .config import CONTEXT_KEY, ENV_CONTEXT_KEY, ConfigError, check_model_fit, load_deployment
 from .nag import add_checks
 from .semif_stack import SemifStack
@@ -31,5 +34,16 @@ def build_app(app: App, *, repo_root: Path = REPO_ROOT, cache_dir: Path = CACHE_
         raise ConfigError([(f"{prefix}.{key}", message) for key, message in problems])
     stack = SemifStack(app, deployment, artifact, container_dir=container_dir,
                        account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
+    for warning in model_warnings(artifact, deployment.env.accelerator, f"{prefix}.model"):
+        print(f"warning: {warning}", file=sys.stderr)
     add_checks(app)
     return stack
+
+
+def model_warnings(artifact: Artifact, accelerator: str, key: str) -> list[str]:
+    """Printed by every `cdk synth` (stderr, not a CDK annotation: the policy report of a clean synth stays empty):
+    weight types with no fast kernel on the accelerator. A conversion's figures are printed when it runs."""
+    if not isinstance(artifact, LocalArtifact) or artifact.weight_types is None:
+        return []
+    warning = KernelReport(accelerator, dict(artifact.weight_types)).warning()
+    return [f"{key}: {warning}"] if warning else []

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from semif_adapter.calibration import CalibrationError, parse_calibration
 from semif_adapter.llama_flags import CONSUMED, CONTROL_CHARACTER, PREFIX, FlagError, check_setting
 from semif_adapter.model_files import MAX_DEPTH, MODEL_SUFFIX, is_projector
+from semif_adapter.quantize import ConversionError, require_type
 from semif_adapter.settings import (
     ABORT_GRACE_SECONDS,
     SAGEMAKER_STOP_SECONDS,
@@ -131,13 +132,29 @@ class _Strict(BaseModel):
 EnvMap = dict[str, str]
 
 
-class EmbeddedModel(_Strict):
+class _Convertible(_Strict):
+    """A local GGUF the stack packages; `convert` re-encodes it first with llama.cpp's quantizer (once, cached)."""
+
+    convert: str | None = Field(None, description="e.g. Q8_0; see scripts/package_model.py --convert")
+
+    @field_validator("convert")
+    @classmethod
+    def _convert(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return require_type(value)
+        except ConversionError as error:
+            raise ValueError(str(error)) from None
+
+
+class EmbeddedModel(_Convertible):
     """The SmolLM2-135M GGUF shipped with the toolkit: deployable with no model of your own."""
 
     source: Literal["embedded"]
 
 
-class GgufModel(_Strict):
+class GgufModel(_Convertible):
     """A local .gguf (first shard of a split model), packaged into model.tar.gz at synth."""
 
     source: Literal["gguf"]

@@ -1,10 +1,12 @@
-"""What one benchmark run measures: the full grid (about 10 minutes on 2 cores) or the quick one."""
+"""What one benchmark run measures: the full grid (about 45 minutes on 2 cores) or the quick one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from scripts.bench.workload import Spec
+
+from .traffic import Interleaved, Skewed
 
 FRESH, SAME = "fresh", "same"
 
@@ -36,6 +38,18 @@ class Knob:
 
 
 @dataclass(frozen=True)
+class Memory:
+    """Distinct states sent to an adapter with a small host-memory cache, its RSS read along the way."""
+
+    states: int
+    batch: int  # decisions per JSON Lines request
+    # SEMIF_CACHE_BYTES of that adapter: small against the states sent (each ~1.2 MiB: 10,000 fill 1 GiB ten times
+    # over), large enough that the process's fixed part (Python, llama.cpp's buffers: ~90 MiB) fits the +10%
+    cache_bytes: int
+    checkpoints: int  # RSS readings, evenly spaced
+
+
+@dataclass(frozen=True)
 class Config:
     quick: bool
     repeats: int
@@ -55,6 +69,12 @@ class Config:
     fanout_size: str
     fanout_options: int
     knob_size: str
+    interleaved: Interleaved
+    skewed: Skewed
+    method_scenarios: tuple[Scenario, ...]  # likelihood and pmi against letters, taking turns
+    restore_sizes: tuple[str, ...]  # prefix sizes of the restore-vs-recompute probe
+    identical_repeats: int
+    memory: Memory
     knobs: tuple[Knob, ...] = field(default=())
 
     def numbered(self) -> list[tuple[int, Scenario]]:
@@ -89,6 +109,11 @@ def full() -> Config:
         concurrency=(1, 4, 16), concurrency_requests=24, concurrency_scenario=Scenario("short", 4, FRESH),
         queue_size=32, overflow_extra=8, fanout=8, fanout_repeats=2, fanout_size="medium", fanout_options=4,
         knob_size="medium",
+        interleaved=Interleaved(clients=8, questions=4, size="medium", options=4, rounds=2),
+        skewed=Skewed(clients=8, requests=40, hot_states=2, hot_share=0.75, size="medium", options=4, rounds=2),
+        method_scenarios=(Scenario("medium", 4, FRESH), Scenario("medium", 4, SAME)),
+        restore_sizes=("medium", "long"), identical_repeats=20,
+        memory=Memory(states=10_000, batch=100, cache_bytes=2**30, checkpoints=10),
         knobs=(Knob("default", {}, True), Knob("threads=1", {"SM_LLAMA_CPP_THREADS": "1"}, False),
                Knob("flash_attn=off", {"SM_LLAMA_CPP_FLASH_ATTN": "off"}, True),
                Knob("ubatch=128", {"SM_LLAMA_CPP_UBATCH_SIZE": "128"}, True)),
@@ -105,5 +130,10 @@ def quick() -> Config:
         concurrency=(1, 2), concurrency_requests=4, concurrency_scenario=Scenario("short", 2, FRESH),
         queue_size=2, overflow_extra=2, fanout=2, fanout_repeats=1, fanout_size="short", fanout_options=2,
         knob_size="short",
+        interleaved=Interleaved(clients=2, questions=2, size="short", options=2, rounds=1),
+        skewed=Skewed(clients=2, requests=4, hot_states=1, hot_share=0.5, size="short", options=2, rounds=1),
+        method_scenarios=(Scenario("short", 2, FRESH), Scenario("short", 2, SAME)),
+        restore_sizes=("short",), identical_repeats=2,
+        memory=Memory(states=8, batch=4, cache_bytes=4 * 2**20, checkpoints=2),
         knobs=(Knob("default", {}, False), Knob("threads=1", {"SM_LLAMA_CPP_THREADS": "1"}, False)),
     )

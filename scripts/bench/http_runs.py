@@ -82,22 +82,39 @@ def sequential(url: str, bodies: list[bytes], path: str = "/invocations") -> lis
         return [post(client, path, body) for body in bodies]
 
 
-def closed_loop(url: str, clients: int, bodies: list[bytes]) -> tuple[float, list[Outcome]]:
-    """`clients` workers share the bodies; each sends its next one when its previous one is answered."""
+def closed_loop(url: str, clients: int, bodies: list[bytes], path: str = "/invocations") -> tuple[float, list[Outcome]]:
+    """`clients` workers share the bodies; each sends its next one when its previous one is answered.
+    Outcomes in the bodies' order."""
+    pending = list(reversed(range(len(bodies))))
+    return _workers(url, [pending] * clients, bodies, path)
+
+
+def per_client(url: str, streams: list[list[bytes]], path: str = "/invocations") -> tuple[float, list[Outcome]]:
+    """One client per stream, all at once; each sends its own bodies one after another (a ticket's questions).
+    Outcomes in the streams' order, stream after stream."""
+    bodies = [body for stream in streams for body in stream]
+    starts = [sum(len(stream) for stream in streams[:index]) for index in range(len(streams))]
+    queues = [list(reversed(range(start, start + len(stream)))) for start, stream in zip(starts, streams, strict=True)]
+    return _workers(url, queues, bodies, path)
+
+
+def _workers(url: str, queues: list[list[int]], bodies: list[bytes], path: str) -> tuple[float, list[Outcome]]:
+    """One closed-loop client per queue of body indexes (clients may share a queue), one connection each."""
 
     async def run() -> tuple[float, list[Outcome]]:
-        pending = list(reversed(bodies))
-        outcomes: list[Outcome] = []
-        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+        outcomes: list[Outcome | None] = [None] * len(bodies)
+        limits = httpx.Limits(max_connections=len(queues), max_keepalive_connections=len(queues))
         async with httpx.AsyncClient(base_url=url, timeout=TIMEOUT, limits=limits) as client:
 
-            async def worker() -> None:
-                while pending:
-                    outcomes.append(await post_async(client, "/invocations", pending.pop()))
+            async def worker(queue: list[int]) -> None:
+                while queue:
+                    index = queue.pop()
+                    outcomes[index] = await post_async(client, path, bodies[index])
 
             started = time.perf_counter()
-            await asyncio.gather(*(worker() for _ in range(clients)))
-            return time.perf_counter() - started, outcomes
+            await asyncio.gather(*(worker(queue) for queue in queues))
+            wall = time.perf_counter() - started
+        return wall, [outcome for outcome in outcomes if outcome is not None]
 
     return asyncio.run(run())
 

@@ -9,6 +9,7 @@ the way they are evaluated differs. The floor times nothing but the native
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import time
 from collections.abc import Iterator, Mapping
@@ -131,6 +132,13 @@ def floor_ms(model: Model, tokens: PlanTokens, cached_chunks: int) -> float:
     return spent * 1000
 
 
+def _letter_probabilities(model: Model, plan: PromptPlan) -> list[float]:
+    """Softmax over the option letters at the last decoded token (SemIf's method)."""
+    row = model.runtime.logits_row(-1)
+    letters = list(model.letters.slot_tokens[:len(plan.branches[0].order)])
+    return softmax(row[letters].astype(np.float64)).tolist()
+
+
 def reference_ms(model: Model, spec: Spec) -> tuple[float, list[float]]:
     """SemIf's fresh method: render, tokenize, re-evaluate the whole prompt, softmax over the letters."""
     started = time.perf_counter()
@@ -138,10 +146,48 @@ def reference_ms(model: Model, spec: Spec) -> tuple[float, list[float]]:
     tokens = model.tokenizer.tokens(plan)
     model.decoder.clear()
     model.decoder.decode([(0, 0, tokens.joined(0), True)])
-    row = model.runtime.logits_row(-1)
-    letters = list(model.letters.slot_tokens[:len(plan.branches[0].order)])
-    probabilities = softmax(row[letters].astype(np.float64))
-    return (time.perf_counter() - started) * 1000, probabilities.tolist()
+    probabilities = _letter_probabilities(model, plan)
+    return (time.perf_counter() - started) * 1000, probabilities
+
+
+@dataclass(frozen=True)
+class SerialAnswer:
+    ms: float
+    probabilities: list[float]
+    evaluated_tokens: int
+    cached_tokens: int
+
+
+class SerialPrefix:
+    """SemIf's serial-prefix mode, on a context of its own: prefill a state once, then each question after it.
+
+    One prefix at a time (head + state, evaluated together whenever the state changes), each question's
+    suffix evaluated after it and removed again, one decision after the other: the best case of a single
+    process that keeps its last state, with no cache of other states and no server around it.
+    """
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self._held: tuple[str, ...] | None = None
+
+    def decide(self, spec: Spec) -> SerialAnswer:
+        started = time.perf_counter()
+        model = self.model
+        plan = model.plan(spec)
+        tokens = model.tokenizer.tokens(plan)
+        prefix, cached = _joined(tokens.chunks), 0
+        if tokens.key == self._held:
+            cached = len(prefix)
+        else:
+            model.decoder.clear()
+            model.decoder.decode([(0, 0, prefix, False)])
+            self._held = tokens.key
+        suffix = [*tokens.common, *tokens.branches[0]]
+        model.decoder.decode([(0, len(prefix), suffix, True)])
+        probabilities = _letter_probabilities(model, plan)
+        llama_cpp.llama_memory_seq_rm(model.runtime.memory, 0, len(prefix), -1)
+        return SerialAnswer((time.perf_counter() - started) * 1000, probabilities,
+                            len(prefix) + len(suffix) - cached, cached)
 
 
 @contextlib.contextmanager
@@ -245,3 +291,36 @@ def chunking_probe(model: Model, tokens: PlanTokens, repeats: int) -> dict[str, 
             "three_decodes_ratio": round(medians["three_decodes_ms"] / medians["one_decode_ms"], 3),
             "bit_identical": {name: bool(np.array_equal(logits["one_decode"], value)) for name, value in logits.items()
                               if name != "one_decode"}}
+
+
+def restore_probe(model: Model, tokens: PlanTokens, repeats: int) -> dict[str, object]:
+    """The host-memory cache's cost against recomputing: a prefix (head + state) decoded, saved and restored with
+    the calls the engine makes (`llama_state_seq_get_data` / `_set_data` of sequence 0), and the next decode's
+    logits after the restore compared with those after the recomputation."""
+    decoder, context = model.decoder, model.runtime.context
+    prefix, suffix = _joined(tokens.chunks), [*tokens.common, *tokens.branches[0]]
+    recompute, save, restore = [], [], []
+    identical, size = True, 0
+    for _ in range(repeats):
+        decoder.clear()
+        recompute.append(decoder.decode([(0, 0, prefix, False)]) * 1000)
+        started = time.perf_counter()
+        size = llama_cpp.llama_state_seq_get_size(context, 0)
+        data = (ctypes.c_uint8 * size)()
+        if llama_cpp.llama_state_seq_get_data(context, data, size, 0) != size:
+            raise RuntimeError("llama.cpp saved a partial sequence state")
+        save.append((time.perf_counter() - started) * 1000)
+        decoder.decode([(0, len(prefix), suffix, True)])
+        computed = _last_logits(model, -1)
+        decoder.clear()
+        started = time.perf_counter()
+        if llama_cpp.llama_state_seq_set_data(context, data, size, 0) != size:
+            raise RuntimeError("llama.cpp restored a partial sequence state")
+        restore.append((time.perf_counter() - started) * 1000)
+        decoder.decode([(0, len(prefix), suffix, True)])
+        identical = identical and bool(np.array_equal(computed, _last_logits(model, -1)))
+    medians = {"recompute_ms": float(np.median(recompute)), "save_ms": float(np.median(save)),
+               "restore_ms": float(np.median(restore))}
+    return {"tokens": len(prefix), "bytes": size, **{k: round(v, 3) for k, v in medians.items()},
+            "restore_over_recompute": round(medians["restore_ms"] / medians["recompute_ms"], 5),
+            "bit_identical": identical}

@@ -1,4 +1,5 @@
-"""Scenarios measured in pairs: floor, adapter, reference and chat take turns on the same request.
+"""Scenarios measured in pairs: floor, adapter, reference, chat, llama-server's /completion ("server") and
+SemIf's serial-prefix mode take turns on the same request.
 
 The machine is shared and its load drifts by the minute; measuring one system
 for minutes and then the next would compare load levels as much as systems.
@@ -22,15 +23,20 @@ from scripts.bench.inprocess import Model, floor_ms, reference_ms
 from scripts.bench.workload import Spec
 from scripts.stats import summarize
 
+from . import completion
+from .inprocess import SerialPrefix
+
 SETTLE_S = 0.05  # libgomp spins a few ms after a parallel region before it sleeps
 ANSWER_SAMPLES = 4
 
 
 class Systems:
-    """The four ways to answer one decision, each a function of the request spec."""
+    """The ways to answer one decision, each a function of the request spec."""
 
-    def __init__(self, model: Model, adapter: httpx.Client, chat: httpx.Client | None) -> None:
+    def __init__(self, model: Model, adapter: httpx.Client, chat: httpx.Client | None,
+                 server: httpx.Client | None = None, serial: SerialPrefix | None = None) -> None:
         self.model, self.adapter, self.chat = model, adapter, chat
+        self.server, self.serial = server, serial
 
     def names(self, config: Config, scenario: Scenario) -> list[str]:
         names = ["floor", "adapter"]
@@ -40,6 +46,11 @@ class Systems:
             names.append("reference")
         if self.chat is not None and scenario.name in config.chat:
             names.append("chat")
+        plain = scenario.debias == "none"  # the peers score plain letters; permute is the adapter's own
+        if self.server is not None and plain:
+            names.append("server")
+        if self.serial is not None and plain and (scenario.mode != FRESH or scenario.name in config.reference):
+            names.append("serial")
         return names
 
     def measure(self, name: str, scenario: Scenario, spec: Spec) -> float | Outcome:
@@ -51,6 +62,12 @@ class Systems:
             return reference_ms(self.model, spec)[0]
         if name == "adapter":
             return http_runs.post(self.adapter, "/invocations", http_runs.encode(spec))
+        if name == "server":
+            assert self.server is not None
+            return http_runs.post(self.server, completion.PATH, completion.body(self.model, spec))
+        if name == "serial":
+            assert self.serial is not None
+            return self.serial.decide(spec).ms
         assert self.chat is not None
         return http_runs.post(self.chat, "/v1/chat/completions", http_runs.chat_body(spec))
 
@@ -80,6 +97,7 @@ def _adapter_summary(outcomes: list[Outcome]) -> dict[str, Any]:
         "http_overhead_ms": summarize([o.ms - t["total_ms"] for o, t in zip(ok, timing, strict=True)]),
         "reported_cached_tokens": [int(t["cached_tokens"]) for t in timing],
         "reported_evaluated_tokens": [int(t["evaluated_tokens"]) for t in timing],
+        "reported_prompt_tokens": [int(t["prompt_tokens"]) for t in timing],
         "failures": http_runs.failures(outcomes),
     }
 
@@ -94,6 +112,19 @@ def _chat_summary(outcomes: list[Outcome], options: int) -> dict[str, Any]:
         "answers": answers[:ANSWER_SAMPLES],
         "generated_tokens": summarize([float(t.get("predicted_n", 0)) for t in timings]),
         "prompt_tokens_evaluated": summarize([float(t.get("prompt_n", 0)) for t in timings]),
+    }
+
+
+def _server_summary(model: Model, outcomes: list[Outcome], options: int) -> dict[str, Any]:
+    """llama-server's latency, and its own token counters request by request (None: no answer)."""
+    counters = [completion.counters(o) for o in outcomes]
+    return {
+        "latency_ms": summarize([o.ms for o in outcomes if o.ok]),
+        "failures": http_runs.failures(outcomes),
+        "prompt_tokens": [c["prompt"] if c else None for c in counters],
+        "cached_tokens": [c["cached"] if c else None for c in counters],
+        "evaluated_tokens": [c["evaluated"] if c else None for c in counters],
+        "letters_found": sum(completion.letter_probabilities(model, o, options) is not None for o in outcomes),
     }
 
 
@@ -118,6 +149,10 @@ def paired_scenario(systems: Systems, config: Config, ordinal: int, scenario: Sc
         result["reference_ms"] = summarize(samples["reference"])
     if "chat" in samples:
         result["chat"] = _chat_summary(samples["chat"], scenario.options)
+    if "server" in samples:
+        result["server"] = _server_summary(systems.model, samples["server"], scenario.options)
+    if "serial" in samples:
+        result["serial_ms"] = summarize(samples["serial"])
     times = {name: [_ms(value) for value in values] for name, values in samples.items()}
     result["samples_ms"] = {name: [None if v is None else round(v, 2) for v in values]
                             for name, values in times.items()}
@@ -125,7 +160,8 @@ def paired_scenario(systems: Systems, config: Config, ordinal: int, scenario: Sc
     return result
 
 
-PAIRS = (("adapter", "floor"), ("reference", "adapter"), ("chat", "adapter"), ("floor_fresh", "floor"))
+PAIRS = (("adapter", "floor"), ("reference", "adapter"), ("chat", "adapter"), ("floor_fresh", "floor"),
+         ("adapter", "server"), ("serial", "adapter"))
 
 
 def _ms(value: float | Outcome) -> float | None:
@@ -140,9 +176,11 @@ def _paired(numerators: list[float | None], denominators: list[float | None]) ->
     return summarize([a / b for a, b in zip(numerators, denominators, strict=True) if a is not None and b], 4)
 
 
-def paired_phase(model: Model, config: Config, adapter_url: str, chat_url: str | None) -> dict[str, Any]:
+def paired_phase(model: Model, config: Config, adapter_url: str, chat_url: str | None,
+                 *, server_url: str | None = None, serial: SerialPrefix | None = None) -> dict[str, Any]:
     with httpx.Client(base_url=adapter_url, timeout=http_runs.TIMEOUT) as adapter, \
-            httpx.Client(base_url=chat_url or adapter_url, timeout=http_runs.TIMEOUT) as chat:
-        systems = Systems(model, adapter, chat if chat_url else None)
+            httpx.Client(base_url=chat_url or adapter_url, timeout=http_runs.TIMEOUT) as chat, \
+            httpx.Client(base_url=server_url or adapter_url, timeout=http_runs.TIMEOUT) as server:
+        systems = Systems(model, adapter, chat if chat_url else None, server if server_url else None, serial)
         return {scenario.name: paired_scenario(systems, config, ordinal, scenario)
                 for ordinal, scenario in config.numbered()}

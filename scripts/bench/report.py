@@ -1,4 +1,5 @@
-"""Results -> per-scenario rows, the targets of issue 6 (met or missed, by how much), and a markdown report."""
+"""Results -> per-scenario rows, the targets of issues 6, 10 and 11 (met or missed, by how much), and a markdown
+report."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from scripts.stats import ratio
 OVERHEAD_LIMIT = 1.10
 REUSE_LIMIT = 1.20
 SAME_STATE_SPEEDUP = 1.5
+INTERLEAVED_OVER_SERVER = 1.2  # issue 11
+FRESH_OVER_SERVER = 1.0
+RESTORE_SHARE = 0.01
+IDENTICAL_MS = 5.0
+METHOD_COST_LIMIT = 1.5  # issue 10: likelihood and pmi against letters
 
 
 def rows(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -34,8 +40,33 @@ def rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             row["reference_over_adapter_min"] = paired["reference/adapter"]["min"]
         if "chat/adapter" in paired:
             row["chat_over_adapter"] = paired["chat/adapter"]["p50"]
+        row.update(_peer_columns(run))
         table.append(row)
     return table
+
+
+def _peer_columns(run: dict[str, Any]) -> dict[str, Any]:
+    """llama-server (/completion) and serial-prefix columns; token counts compared request by request."""
+    found: dict[str, Any] = {}
+    server, paired = run.get("server"), run["paired"]
+    if server:
+        ours = run["adapter"]["reported_prompt_tokens"]
+        found.update(server_p50=server["latency_ms"].get("p50"),
+                     adapter_over_server=paired.get("adapter/server", {}).get("p50"),
+                     prompt_tokens_equal=ours == server["prompt_tokens"],
+                     adapter_prompt_tokens=_mean(ours), server_prompt_tokens=_mean(server["prompt_tokens"]),
+                     adapter_evaluated=_mean(run["adapter"]["reported_evaluated_tokens"]),
+                     server_evaluated=_mean(server["evaluated_tokens"]),
+                     server_cached=_mean(server["cached_tokens"]))
+    if "serial_ms" in run:
+        found.update(serial_p50=run["serial_ms"].get("p50"),
+                     serial_over_adapter=paired.get("serial/adapter", {}).get("p50"))
+    return found
+
+
+def _mean(values: list[int | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return round(sum(known) / len(known), 1) if known else None
 
 
 def permute_costs(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -103,6 +134,71 @@ def targets(results: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[s
                              f"adapter failures {ours}; chat parse/HTTP failures {theirs} of {asked}",
                              slowest["chat_over_adapter"] > 1.0 and ours == 0))
     found.append(_concurrency_target(results["concurrency"]))
+    found += _cache_targets(results, table)
+    return found
+
+
+def _cache_targets(results: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issue 11's targets (traffic, tokens, restore, repeats, memory) and issue 10's cost of the methods."""
+    found: list[dict[str, Any]] = []
+    interleaved = results["traffic"]["interleaved"]["systems"]
+    if "server" in interleaved:
+        ours, theirs = interleaved["adapter"]["throughput_per_s"], interleaved["server"]["throughput_per_s"]
+        rounds = results["traffic"]["interleaved"]["adapter_over_server_per_round"]
+        found.append(_target(
+            f"Interleaved workload: adapter throughput >= {INTERLEAVED_OVER_SERVER}x llama-server's with its "
+            "prompt cache",
+            f"{ours:.3f} vs {theirs:.3f} decisions/s ({ratio(ours, theirs):.2f}x; per round "
+            f"{', '.join(f'{r:.2f}x' for r in rounds)}); serial prefix "
+            f"{interleaved['serial']['throughput_per_s']:.3f}/s",
+            ratio(ours, theirs) >= INTERLEAVED_OVER_SERVER))
+    fresh = [row for row in table if row["scenario"].endswith("/fresh") and row.get("adapter_over_server")]
+    if fresh:
+        worst = max(fresh, key=lambda row: row["adapter_over_server"])
+        equal = all(row["prompt_tokens_equal"] for row in fresh)
+        evaluated = ", ".join(f"{row['scenario']} {row['adapter_evaluated']} vs {row['server_evaluated']}"
+                              for row in fresh)
+        found.append(_target(
+            f"Fresh decisions: prompt tokens == llama-server's for the same prompt; p50 <= {FRESH_OVER_SERVER}x "
+            "llama-server",
+            f"prompt tokens equal in every request: {_cell(equal)}; adapter/server worst "
+            f"{worst['adapter_over_server']:.3f}x ({worst['scenario']}); evaluated (uncached) tokens, adapter vs "
+            f"server: {evaluated}", equal and worst["adapter_over_server"] <= FRESH_OVER_SERVER))
+    restore = results["restore"]
+    slowest = max(restore, key=lambda entry: entry["restore_over_recompute"])
+    found.append(_target(
+        f"A cached prefix restore costs < {RESTORE_SHARE:.0%} of recomputing it (and the numbers do not move)",
+        "; ".join(f"{e['size']} ({e['tokens']} tokens, {e['bytes'] / 2**20:.1f} MiB): {e['restore_ms']:.2f} ms vs "
+                  f"{e['recompute_ms']:.0f} ms ({e['restore_over_recompute']:.2%}), bit-identical "
+                  f"{_cell(e['bit_identical'])}" for e in restore),
+        slowest["restore_over_recompute"] < RESTORE_SHARE and all(e["bit_identical"] for e in restore)))
+    same = results["identical"]
+    p50 = same["latency_ms"].get("p50", float("inf"))
+    found.append(_target(
+        f"The identical-request path < {IDENTICAL_MS:.0f} ms end to end",
+        f"p50 {p50:.2f} ms, max {same['latency_ms'].get('max', float('nan')):.2f} ms over {same['repeats']} "
+        f"repeats (first answer {same['first_ms']:.0f} ms); from the result cache {same['from_result_cache']} of "
+        f"{same['repeats']}; probabilities identical: {_cell(same['identical_probabilities'])}",
+        p50 < IDENTICAL_MS and same["from_result_cache"] == same["repeats"] and same["identical_probabilities"]))
+    memory = results.get("memory")
+    if memory:
+        found.append(_target(
+            "Memory: RSS within SEMIF_CACHE_BYTES + model + context (+10%) after "
+            f"{memory['states']:,} distinct states",
+            f"peak {memory['rss_peak_bytes'] / 2**20:.0f} MiB vs {memory['allowed_bytes'] / 2**20:.0f} MiB allowed "
+            f"(cache {memory['cache_bytes'] / 2**20:.0f} + model {memory['model_bytes'] / 2**20:.0f} + context "
+            f"{memory['context_bytes'] / 2**20:.0f} MiB, +10%); at start {memory['rss_start_bytes'] / 2**20:.0f} "
+            f"MiB, growth {memory['growth_bytes'] / 2**20:.0f} MiB; {memory['errors']} errors",
+            memory["within"] and memory["errors"] == 0))
+    costs = [(name, method, entry[method]["over_letters"].get("p50"))
+             for name, entry in results["methods"].items() for method in ("likelihood", "pmi")]
+    known = [cost for cost in costs if cost[2] is not None]
+    if known:
+        worst_cost = max(known, key=lambda cost: cost[2])
+        found.append(_target(
+            f"likelihood and pmi p50 <= {METHOD_COST_LIMIT}x letters (fresh and same-state)",
+            ", ".join(f"{method} {name} {value:.2f}x" for name, method, value in known)
+            + f"; worst {worst_cost[1]} {worst_cost[0]}", worst_cost[2] <= METHOD_COST_LIMIT))
     return found
 
 
@@ -160,6 +256,7 @@ def markdown(results: dict[str, Any]) -> str:
                       r["adapter_over_floor"], r["adapter_over_floor_of_p50s"], r["http_overhead_p50"],
                       r["reference_p50"],
                       r.get("reference_over_adapter"), r["chat_p50"], r.get("chat_over_adapter")] for r in table])
+    lines += _peer_lines(table)
     lines += ["## debias: permute", ""]
     lines += _table(["scenario", "permute p50", "default p50", "cost", "uncached tokens ratio"],
                     [[c["scenario"], c["permute_p50"], c["default_p50"], c["cost_ratio"], c["uncached_tokens_ratio"]]
@@ -178,6 +275,9 @@ def markdown(results: dict[str, Any]) -> str:
     lines += [f"## Fan-out: {fan['questions']} questions about one {fan['size']} state (ms per decision)", ""]
     lines += _table(["mode", "p50", "min", "max"],
                     [[mode, s["p50"], s["min"], s["max"]] for mode, s in fan["per_decision_ms"].items()])
+    lines += _traffic_lines(results["traffic"])
+    lines += _method_lines(results["methods"])
+    lines += _cache_lines(results)
     lines += ["## Python overhead per decision, in process (llama_decode excluded)", ""]
     lines += _table(["request", "p50 ms", "max ms"],
                     [[kind, s["p50"], s["max"]] for kind, s in results["python_overhead_ms"].items()])
@@ -208,4 +308,71 @@ def _knob_lines(results: dict[str, Any]) -> list[str]:
     lines += _table(["setting", *[f"{key} ({entries[0][1][key]['tokens']} tok)" if key in entries[0][1] else key
                                   for key in keys]],
                     [[label, *[entry.get(key, {}).get("p50") for key in keys]] for label, entry in entries])
+    return lines
+
+
+def _peer_lines(table: list[dict[str, Any]]) -> list[str]:
+    peers = [row for row in table if "server_p50" in row or "serial_p50" in row]
+    if not peers:
+        return []
+    lines = ["## Against llama-server (/completion, --parallel 4, prompt cache) and the serial-prefix mode", ""]
+    return lines + _table(
+        ["scenario", "adapter p50", "server p50", "adapter/server (paired)", "prompt tok adapter / server",
+         "same tokens", "evaluated tok adapter / server", "server reused tok", "serial p50",
+         "serial/adapter (paired)"],
+        [[r["scenario"], r["adapter_p50"], r.get("server_p50"), r.get("adapter_over_server"),
+          f"{_cell(r.get('adapter_prompt_tokens'))} / {_cell(r.get('server_prompt_tokens'))}",
+          r.get("prompt_tokens_equal"),
+          f"{_cell(r.get('adapter_evaluated'))} / {_cell(r.get('server_evaluated'))}", r.get("server_cached"),
+          r.get("serial_p50"), r.get("serial_over_adapter")] for r in peers])
+
+
+def _traffic_lines(traffic: dict[str, Any]) -> list[str]:
+    lines = ["## Real traffic (systems taking turns, round by round)", ""]
+    for workload in traffic.values():
+        agreement = ", ".join(f"{name} {a['same_top']}/{a['compared']} same top (max |dp| {a['max_abs_dp']})"
+                              for name, a in workload["agreement_with_adapter"].items() if a)
+        restore = workload["systems"]["adapter"].get("restore_ms", {})
+        lines += [f"{workload['workload']}: adapter/server decisions/s per round "
+                  f"{workload['adapter_over_server_per_round'] or '-'}; the adapter's host-memory restores p50 "
+                  f"{_cell(restore.get('p50'))} ms (n {restore.get('n', 0)}); against the adapter's answers: "
+                  f"{agreement or '-'}.", ""]
+        lines += _table(["system", "requests", "errors", "decisions/s", "p50", "p95", "reused tok p50",
+                         "evaluated tok p50", "adapter cache sources"],
+                        [[name, s["requests"], s["errors"], s["throughput_per_s"], s["latency_ms"].get("p50"),
+                          s["latency_ms"].get("p95"), s["cached_tokens"].get("p50"), s["evaluated_tokens"].get("p50"),
+                          ", ".join(f"{k} {v}" for k, v in s.get("cache_sources", {}).items()) or "-"]
+                         for name, s in workload["systems"].items()])
+    return lines
+
+
+def _method_lines(methods: dict[str, Any]) -> list[str]:
+    lines = ["## Scoring methods (adapter, taking turns per request)", ""]
+    rows_ = [[name, method, entry[method]["latency_ms"].get("p50"), entry[method]["latency_ms"].get("p95"),
+              entry[method].get("over_letters", {}).get("p50"), entry[method]["evaluated_tokens"].get("p50"),
+              entry[method]["baseline_cached"] if method == "pmi" else "-", len(entry[method]["failures"])]
+             for name, entry in methods.items() for method in entry]
+    return lines + _table(["scenario", "method", "p50", "p95", "over letters (paired)", "evaluated tok p50",
+                           "pmi baseline cached", "failures"], rows_)
+
+
+def _cache_lines(results: dict[str, Any]) -> list[str]:
+    lines = ["## Caches", ""]
+    lines += _table(["prefix", "tokens", "MiB", "recompute ms", "save ms", "restore ms", "restore/recompute",
+                     "bit-identical"],
+                    [[e["size"], e["tokens"], round(e["bytes"] / 2**20, 2), e["recompute_ms"], e["save_ms"],
+                      e["restore_ms"], e["restore_over_recompute"], e["bit_identical"]] for e in results["restore"]])
+    same = results["identical"]
+    lines += [f"Identical request: first {same['first_ms']:.0f} ms, then p50 {same['latency_ms'].get('p50')} ms / "
+              f"max {same['latency_ms'].get('max')} ms end to end (server total p50 "
+              f"{same['server_total_ms'].get('p50')} ms), {same['from_result_cache']}/{same['repeats']} from the "
+              "result cache.", ""]
+    memory = results.get("memory")
+    if memory:
+        lines += [f"Memory: {memory['states']:,} distinct states in JSON Lines batches of {memory['batch']} "
+                  f"({memory['decisions_per_s']} decisions/s, {memory['seconds']:.0f} s), SEMIF_CACHE_BYTES "
+                  f"{memory['cache_bytes']:,}: RSS {memory['rss_start_bytes'] / 2**20:.0f} MiB at start, peak "
+                  f"{memory['rss_peak_bytes'] / 2**20:.0f} MiB, allowed {memory['allowed_bytes'] / 2**20:.0f} MiB; "
+                  "readings (states: MiB): "
+                  + ", ".join(f"{r['states']}: {r['rss_kib'] / 1024:.0f}" for r in memory["readings"]) + ".", ""]
     return lines

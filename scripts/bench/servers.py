@@ -38,11 +38,12 @@ def adapter(model: Path, extra_env: dict[str, str] | None = None) -> Iterator[Se
 
 
 @contextlib.contextmanager
-def llama_server(model: Path, threads: int) -> Iterator[Server]:
-    """llama-server as the DLC starts it, with the adapter's thread count so both use the same CPUs."""
+def llama_server(model: Path, threads: int, settings: dict[str, str] | None = None) -> Iterator[Server]:
+    """llama-server as the DLC starts it, with the adapter's thread count so both use the same CPUs;
+    `settings` adds SM_LLAMA_CPP_* variables (the DLC's way to pass flags, e.g. PARALLEL=4 -> --parallel 4)."""
     port = free_port()
     env = _base_env({"SM_LLAMA_CPP_MODEL": str(model), "SM_LLAMA_CPP_THREADS": str(threads),
-                     "SM_LLAMA_CPP_THREADS_BATCH": str(threads)})
+                     "SM_LLAMA_CPP_THREADS_BATCH": str(threads), **(settings or {})})
     argv = llama_server_argv(llama_server_binary(), env, port)
     with tempfile.TemporaryDirectory(prefix="semif-bench-") as logs:
         child = start_child("llama-server", argv, env, log_path=Path(logs) / "llama-server.log")

@@ -61,17 +61,19 @@ OPTION_IDS = ("refund", "replace", "voucher", "call", "supervisor", "claim", "ph
 
 @dataclass(frozen=True)
 class Spec:
-    """One request: which state (size, index), which question, how many options, which debias mode."""
+    """One request: which state (size, index), which question, how many options, debias mode, scoring method."""
 
     size: str
     state_index: int
     question_index: int
     options: int
     debias: str = "none"
+    scoring: str = "letters"
 
     def body(self) -> dict[str, Any]:
-        return decision_body(state_text(self.size, self.state_index), question_text(self.question_index),
+        body = decision_body(state_text(self.size, self.state_index), question_text(self.question_index),
                              self.options, self.debias)
+        return body if self.scoring == "letters" else {**body, "scoring": self.scoring}
 
 
 def state_text(size: str, index: int) -> str:

@@ -2,7 +2,8 @@
 
 No timing assertions (speed targets live in the benchmark's own output); only that every phase ran,
 the outputs are complete, and the behaviour the figures rely on held (cache hits as planned, no
-adapter failures, refusals past the queue carry Retry-After and nothing timed out).
+adapter failures, refusals past the queue carry Retry-After and nothing timed out, the peers answered
+the same prompts, restores and repeats gave the same numbers).
 """
 
 from __future__ import annotations
@@ -41,12 +42,14 @@ def test_quick_run_writes_json_markdown_and_chart(quick_run: Path) -> None:
     results = json.loads((quick_run / "decisions.json").read_text())
     assert (quick_run / "decisions.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (quick_run / "decisions.md").read_text()
-    assert "## Targets" in report and "## Concurrency" in report
+    for section in ("## Targets", "## Concurrency", "## Against llama-server", "## Real traffic",
+                    "## Scoring methods", "## Caches"):
+        assert section in report, section
     assert {row["scenario"] for row in results["rows"]} == {"short/2/fresh", "short/2/same", "short/2/same/permute"}
     for row in results["rows"]:
         assert row["floor_uncached_p50"] > 0 and row["adapter_p50"] > 0
         assert row["cache_as_expected"], row  # the adapter reused exactly the chunks the floor assumed
-    assert len(results["targets"]) == 6 and all(isinstance(t["met"], bool) for t in results["targets"])
+    assert len(results["targets"]) == 12 and all(isinstance(t["met"], bool) for t in results["targets"])
     assert results["meta"]["load_before"] and results["meta"]["threads"] >= 1
     assert [v["label"] for v in results["variants"]][1] == "OMP_WAIT_POLICY=passive"
     assert {k["label"] for k in results["knobs"]} == {"default", "threads=1"}
@@ -65,3 +68,48 @@ def test_quick_run_behaviour_behind_the_figures(quick_run: Path) -> None:
     chat = results["scenarios"]["short/2/fresh"]["chat"]
     assert chat["latency_ms"]["n"] + len(chat["http_failures"]) == 2  # answered or counted
     assert 0 <= chat["parse_failures"] <= 2
+
+
+def test_quick_run_peers_answer_the_same_prompts(quick_run: Path) -> None:
+    """llama-server's /completion read exactly the adapter's tokens; the serial-prefix mode ran where it applies."""
+    results = json.loads((quick_run / "decisions.json").read_text())
+    rows = {row["scenario"]: row for row in results["rows"]}
+    fresh, same = rows["short/2/fresh"], rows["short/2/same"]
+    assert fresh["prompt_tokens_equal"] and same["prompt_tokens_equal"], (fresh, same)
+    assert fresh["server_p50"] > 0 and fresh["adapter_over_server"] > 0
+    assert same["server_cached"] > results["head_tokens"]  # llama-server reused the state too
+    assert same["serial_p50"] > 0 and "server_p50" not in rows["short/2/same/permute"]
+    server = results["scenarios"]["short/2/fresh"]["server"]
+    assert not server["failures"] and server["letters_found"] == 2
+
+
+def test_quick_run_traffic_and_methods(quick_run: Path) -> None:
+    results = json.loads((quick_run / "decisions.json").read_text())
+    interleaved, skewed = results["traffic"]["interleaved"], results["traffic"]["skewed"]
+    for workload, requests in ((interleaved, 4), (skewed, 4)):
+        assert set(workload["systems"]) == {"adapter", "server", "serial"}
+        for system in workload["systems"].values():
+            assert (system["requests"], system["errors"]) == (requests, 0) and system["throughput_per_s"] > 0
+        assert workload["agreement_with_adapter"]["server"]["compared"] == requests
+    # each client's second question found its state (kv or restored from host memory), never recomputed
+    adapter = interleaved["systems"]["adapter"]
+    assert adapter["cache_sources"].get("kv", 0) + adapter["cache_sources"].get("host", 0) >= 2
+    assert interleaved["systems"]["serial"]["cached_tokens"]["max"] > results["head_tokens"]
+    for name in ("short/2/fresh", "short/2/same"):
+        entry = results["methods"][name]
+        for method in ("letters", "likelihood", "pmi"):
+            assert entry[method]["scoring"] == [method] and not entry[method]["failures"]
+        assert entry["likelihood"]["over_letters"]["n"] == 2
+    assert results["methods"]["short/2/fresh"]["pmi"]["baseline_cached"] == 2  # one criterion: known after warm-up
+
+
+def test_quick_run_caches_keep_the_numbers(quick_run: Path) -> None:
+    results = json.loads((quick_run / "decisions.json").read_text())
+    (restore,) = results["restore"]
+    assert restore["bit_identical"] and restore["bytes"] > 0 and restore["restore_over_recompute"] > 0
+    identical = results["identical"]
+    assert identical["from_result_cache"] == identical["repeats"] == 2 and identical["identical_probabilities"]
+    memory = results["memory"]
+    assert memory["errors"] == 0 and memory["cache_bytes_reported"] == memory["cache_bytes"] == 4 * 2**20
+    assert [reading["states"] for reading in memory["readings"]] == [4, 8]
+    assert isinstance(memory["within"], bool) and memory["rss_peak_bytes"] > memory["model_bytes"] // 2

@@ -15,8 +15,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Match, Template
 
+from semif_adapter.gguf_header import read_gguf_info
 from stacks import artifact_source
 from stacks.artifact_source import ArtifactCache, LocalArtifact, RemoteArtifact, container_model_path, prepare_artifact
+from stacks.build import model_warnings
 from stacks.config import ConfigError, EmbeddedModel, GgufModel, S3Model, TarballModel
 from stacks.log_groups import LogSettings
 from stacks.model_artifact import ModelArtifact
@@ -160,3 +162,53 @@ def test_a_foreign_bucket_is_read_only_when_its_owner_is_configured(tmp_path: Pa
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
         Match.object_like({"Action": "s3:GetObject",
                            "Condition": {"StringEquals": {"s3:ResourceAccount": "210987654321"}}})])}})
+
+
+def test_synth_warns_when_the_weights_have_no_fast_kernel_on_the_accelerator(tmp_path: Path) -> None:
+    """The embedded Q4_1 has no repacked or tiled CPU kernel; on CUDA it has one; a remote model is not read."""
+    artifact = prepare_artifact(EmbeddedModel(source="embedded"), key=KEY, base_dir=tmp_path,
+                                cache=ArtifactCache(Path(__file__).resolve().parents[2] / ".cache" / "model-artifacts"))
+    (warning,) = model_warnings(artifact, "cpu", KEY)
+    assert warning.startswith("environments.dev.model: 100% of the weights (Q4_1 63 MiB) are in types with no "
+                              "repacked or tiled CPU kernel")
+    assert model_warnings(artifact, "gpu", KEY) == []
+    source = S3Model(source="s3", uri=f"s3://models-bucket/{SHA}/model.tar.gz", sha256=SHA, model_file="m.gguf")
+    remote = prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=ArtifactCache(tmp_path / "cache"))
+    assert model_warnings(remote, "cpu", KEY) == []
+
+
+def test_the_weight_types_are_remembered_with_the_digest(tmp_path: Path, builds: list[Path]) -> None:
+    cache = ArtifactCache(tmp_path / "cache")
+    first = prepare_artifact(EmbeddedModel(source="embedded"), key=KEY, base_dir=tmp_path, cache=cache)
+    again = prepare_artifact(EmbeddedModel(source="embedded"), key=KEY, base_dir=tmp_path, cache=cache)
+    assert isinstance(first, LocalArtifact) and again == first and len(builds) == 1
+    assert first.weight_types == (("q4_1", 66_355_200),) and first.notes == ()
+
+
+@pytest.mark.slow
+def test_convert_is_applied_once_and_the_cache_is_keyed_on_it(tmp_path: Path, builds: list[Path]) -> None:
+    cache = ArtifactCache(tmp_path / "cache", agreement_decisions=1)
+    source = EmbeddedModel(source="embedded", convert="q8_0")
+    converted = prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=cache)
+    assert isinstance(converted, LocalArtifact)
+    assert str(converted.model_file) == "SmolLM2-135M-Instruct.Q8_0.gguf"
+    assert converted.weight_types is not None and [name for name, _ in converted.weight_types] == ["q8_0"]
+    assert converted.notes[0].startswith("converted:") and "agreement:" in converted.notes[-4]
+    assert [note.split()[0] for note in converted.notes[-3:]] == ["letters", "likelihood", "pmi"]
+    with tarfile.open(converted.tarball) as tar:
+        stream = tar.extractfile("SmolLM2-135M-Instruct.Q8_0.gguf")
+        assert stream is not None and read_gguf_info(stream).quantization == "Q8_0"
+    assert prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=cache) == converted
+    assert len(builds) == 1, "an unchanged model is not converted, measured or packaged again"
+    plain = prepare_artifact(EmbeddedModel(source="embedded"), key=KEY, base_dir=tmp_path, cache=cache)
+    assert len(builds) == 2 and plain.model_sha256 != converted.model_sha256
+    assert plain.asset_hash != converted.asset_hash and str(plain.model_file).endswith("Q4_1.gguf")
+    assert not list((tmp_path / "cache").glob(".build-*")), "the scratch copy of the converted model is gone"
+
+
+def test_a_conversion_llama_cpp_refuses_fails_with_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        prepare_artifact(EmbeddedModel(source="embedded", convert="Q4_1"), key=KEY, base_dir=tmp_path,
+                         cache=ArtifactCache(tmp_path / "cache"))
+    ((where, message),) = caught.value.problems
+    assert where == "environments.dev.model.convert" and "already Q4_1" in message

@@ -110,6 +110,10 @@ def test_one_map_configures_both_endpoints_and_gpu_offloads_every_layer() -> Non
      "environments.dev.model.model_file", "not a projector"),
     ("dev", {"model": {"source": "ftp", "path": "x"}},
      "environments.dev.model", "does not match any of the expected tags"),
+    ("dev", {"model": {"source": "embedded", "convert": "Q9_9"}},
+     "environments.dev.model.convert", "not a type this toolkit converts to; one of Q8_0"),
+    ("dev", {"model": {"source": "tarball", "path": "m.tar.gz", "convert": "Q8_0"}},
+     "environments.dev.model.convert", "Extra inputs are not permitted"),
 ])
 def test_mistakes_fail_with_the_key_named(env_name: str, changes: dict[str, Any], key: str,
                                           fragment: str) -> None:

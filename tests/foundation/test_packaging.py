@@ -139,6 +139,9 @@ def test_cli_packages_then_checks(tmp_path):
     built = run_cli(str(embedded_model_path()), "-o", str(out))
     assert built.returncode == 0, built.stderr
     assert "quantization:  Q4_1" in built.stdout and "context:       8192 tokens" in built.stdout
+    assert "weight types:  Q4_1 63.3 MiB" in built.stdout
+    assert built.stderr.startswith("package_model: warning: 100% of the weights (Q4_1 63 MiB) are in types with no "
+                                   "repacked or tiled CPU kernel")
     checked = run_cli("--check", str(out))
     assert checked.returncode == 0, checked.stderr
     sha_line = next(line for line in built.stdout.splitlines() if line.startswith("tarball sha256"))

@@ -1,0 +1,145 @@
+"""How far a converted model's decisions are from the original's, measured on a fixed set of decisions.
+
+A conversion is a trade of accuracy for speed, and only the numbers it changes can say whether the trade is
+good: for every scoring method, how many decisions keep the same top option and how far any probability moved
+(max |dp|). Both models are scored through the adapter's own engine (prompts, tokens, KV cache, methods), the
+path a deployed endpoint takes, one decision at a time and taking turns, so the relative decision time printed
+with the figures compares the two under the same load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .kv_engine import DecisionEngine
+from .llama_runtime import LlamaRuntime
+from .methods import Letters, Likelihood, Method, Pmi, Work
+from .prefix_cache import PrefixCache
+from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
+from .request_schema import Decision, DecisionRequest, Option, Scoring
+from .scoring import score
+from .settings import load_settings
+from .tokens import PromptTokenizer
+
+CONTEXT = "2048"  # the fixed decisions are short; a small context keeps a large model's KV memory small
+METHODS = tuple(scoring.value for scoring in Scoring)
+
+
+def _decision(ident: str, state: str, question: str, *options: str) -> Decision:
+    return Decision(id=ident, state=state, question=question,
+                    options=[Option(id=f"o{index}", description=text) for index, text in enumerate(options)])
+
+
+# Kinds of decision a deployment makes (routing, sentiment, urgency, moderation, intent, language, policy), 2-4
+# options, short states: fixed, so figures from two runs are comparable.
+DECISIONS = (
+    _decision("route", "My card was charged twice for the same order.", "Which team should handle this?",
+              "Billing", "Shipping", "Technical support"),
+    _decision("sentiment", "The replacement arrived early and works perfectly, thank you!",
+              "What is the customer's sentiment?", "Positive", "Negative", "Neutral"),
+    _decision("urgency", "Production is down for all users since 09:00 and we are losing orders.",
+              "How urgent is this ticket?", "Low", "Medium", "High", "Critical"),
+    _decision("moderation", "You are an idiot and I will find where you live.", "Is this message acceptable?",
+              "Acceptable", "Abusive"),
+    _decision("intent", "How do I change the email address on my account?", "What does the user want?",
+              "Cancel the subscription", "Update account details", "Report a bug"),
+    _decision("language", "Bonjour, je voudrais annuler ma commande.", "Which language is the message in?",
+              "English", "French", "German", "Spanish"),
+    _decision("refund", "Bought 40 days ago, unopened, receipt attached. Policy: refunds within 30 days.",
+              "Does the request meet the refund policy?", "Yes", "No"),
+    _decision("delivery", "Tracking shows delivered, but the parcel is not at my door or with neighbours.",
+              "What should support do first?", "Open a carrier claim", "Refund at once", "Close the ticket"),
+    _decision("bug", "The app crashes every time I press the export button on Android 14.",
+              "Which component is most likely at fault?", "Export feature", "Login", "Payments"),
+    _decision("churn", "I have found a cheaper provider and will leave at the end of the month.",
+              "Is the customer likely to cancel?", "Yes", "No"),
+    _decision("priority", "A VIP customer asks about the opening hours of the Lyon store.",
+              "What priority should the ticket get?", "P1", "P2", "P3", "P4"),
+    _decision("spam", "Congratulations!!! You won a free cruise, click here to claim now.",
+              "Is this email spam?", "Spam", "Not spam"),
+)
+
+
+class Scorer:
+    """One model behind the adapter's methods and engine (no prefix cache: nothing carries over)."""
+
+    def __init__(self, path: Path, threads: int | None = None) -> None:
+        env = {"SM_LLAMA_CPP_CTX_SIZE": CONTEXT, **({"SM_LLAMA_CPP_THREADS": str(threads)} if threads else {})}
+        settings = load_settings(env)
+        self.runtime = LlamaRuntime(path, settings)
+        letters = self.runtime.chat_frame(settings.chat_template, LETTERS_SYSTEM_TEXT)
+        likelihood = Likelihood(self.runtime.chat_frame(settings.chat_template, ANSWERS_SYSTEM_TEXT))
+        self.methods: dict[str, Method] = {"letters": Letters(letters, self.runtime.slot_tokens(letters)),
+                                           "likelihood": likelihood, "pmi": Pmi(likelihood)}
+        self.engine = DecisionEngine(self.runtime, PrefixCache(0))
+        self.work = Work(PromptTokenizer(self.runtime), self.engine)
+
+    def probabilities(self, decision: Decision, method: str) -> tuple[np.ndarray, float]:
+        """The response's probabilities (no calibration, temperature 1) and the engine's time in ms."""
+        raw = self.methods[method].score(DecisionRequest(decision=decision, scoring=Scoring(method)), self.work)
+        return np.array(score(raw, method, 1.0, None).probabilities), raw.effort.forward_ms
+
+    def close(self) -> None:
+        self.engine.close()
+        self.runtime.close()
+
+
+@dataclass(frozen=True)
+class MethodAgreement:
+    method: str
+    decisions: int
+    same_top: int
+    max_abs_dp: float
+    mean_abs_dp: float
+    time_ratio: float  # converted / original engine time, summed over the decisions
+
+    def line(self) -> str:
+        return (f"{self.method:<10} same top option {self.same_top}/{self.decisions}, max |dp| {self.max_abs_dp:.3f},"
+                f" mean |dp| {self.mean_abs_dp:.3f}, decision time {self.time_ratio:.2f}x the original")
+
+
+@dataclass(frozen=True)
+class Agreement:
+    original: str
+    converted: str
+    methods: tuple[MethodAgreement, ...]
+
+    def lines(self) -> list[str]:
+        count = self.methods[0].decisions if self.methods else 0
+        return [f"agreement:     {self.converted} vs {self.original}, {count} fixed decisions "
+                "(semif_adapter.agreement), models taking turns",
+                *(f"  {method.line()}" for method in self.methods)]
+
+
+def measure(original: Path, converted: Path, *, threads: int | None = None,
+            decisions: tuple[Decision, ...] = DECISIONS, rounds: int = 1) -> Agreement:
+    """Both models open at once (memory for both), each decision scored by one then the other, order alternating.
+
+    `rounds` > 1 repeats the timing (the numbers do not change: the engine is deterministic).
+    """
+    scorers = [Scorer(original, threads), Scorer(converted, threads)]
+    try:
+        results = []
+        for method in METHODS:
+            probabilities: list[list[np.ndarray]] = [[], []]
+            spent = [0.0, 0.0]
+            for round_ in range(rounds):
+                for index, decision in enumerate(decisions):
+                    for side in (0, 1) if (index + round_) % 2 == 0 else (1, 0):
+                        found, ms = scorers[side].probabilities(decision, method)
+                        spent[side] += ms
+                        if round_ == 0:
+                            probabilities[side].append(found)
+            diffs = [np.abs(a - b) for a, b in zip(*probabilities, strict=True)]
+            results.append(MethodAgreement(
+                method=method, decisions=len(decisions),
+                same_top=sum(int(np.argmax(a) == np.argmax(b)) for a, b in zip(*probabilities, strict=True)),
+                max_abs_dp=float(max(d.max() for d in diffs)), mean_abs_dp=float(np.mean(np.concatenate(diffs))),
+                time_ratio=spent[1] / spent[0] if spent[0] else float("nan")))
+        return Agreement(original=original.name, converted=converted.name, methods=tuple(results))
+    finally:
+        for scorer in scorers:
+            scorer.close()
