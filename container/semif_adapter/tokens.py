@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .llama_runtime import LlamaRuntime, TooManyTokensError
 from .prompt import PromptPlan, Text
+from .request_schema import RequestError
 
 TOKEN_CACHE_BUDGET = 1 << 18  # tokens of user text kept for reuse, all entries together (~10 MB)
 
@@ -110,7 +111,12 @@ class PromptTokenizer:
         common = tuple(self._texts(plan.common, "decision.question"))
         branches = []
         for branch in plan.branches:
-            branches.append(tuple(self._texts(branch.texts, "decision.options")))
+            tokens = tuple(self._texts(branch.texts, "decision.options"))
+            if not tokens:  # only an answer branch holds nothing but user text; one of no tokens has no score
+                field = f"decision.options[{branch.order[0]}].description"
+                raise RequestError("option_without_tokens", f"{field} has no tokens in this model's vocabulary "
+                                   f"(control characters only?), so it has no likelihood to score", field)
+            branches.append(tokens)
         return PlanTokens(chunks=((plan.head, self.head(plan.head)), (plan.state, state)), common=common,
                           branches=tuple(branches))
 

@@ -73,7 +73,7 @@ class Spec:
     def body(self) -> dict[str, Any]:
         body = decision_body(state_text(self.size, self.state_index), question_text(self.question_index),
                              self.options, self.debias)
-        return body if self.scoring == "letters" else {**body, "scoring": self.scoring}
+        return {**body, "scoring": self.scoring}  # explicit: the endpoint's default method is not the floor's
 
 
 def state_text(size: str, index: int) -> str:

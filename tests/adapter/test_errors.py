@@ -146,3 +146,14 @@ def test_full_queue_is_503_with_retry_after(start_adapter, make_decision):
     refused = next(r for r in responses if r.status_code == 503)
     assert refused.json()["error"]["code"] == "queue_full" and refused.headers["retry-after"] == "1"
     assert httpx.post(process.url + "/invocations", json=make_decision(), timeout=60).status_code == 200
+
+
+@pytest.mark.parametrize("scoring", ["likelihood", "pmi"])
+def test_option_of_no_tokens_is_400_naming_it_for_answer_methods(client, make_decision, scoring):
+    """SmolLM2's vocabulary has no token for U+0004: that answer has no likelihood; letters still score it."""
+    request = make_decision()
+    request["decision"]["options"][1]["description"] = "\x04"
+    error = error_of(client.post("/invocations", json={**request, "scoring": scoring}), 400)
+    assert error["code"] == "option_without_tokens" and error["field"] == "decision.options[1].description"
+    letters = client.post("/invocations", json={**request, "scoring": "letters"})
+    assert letters.status_code == 200 and len(letters.json()["probabilities"]) == len(request["decision"]["options"])
