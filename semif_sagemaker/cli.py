@@ -7,7 +7,9 @@ with the same options, output and exit status; this module only picks the script
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from .tools import usage
 
 PROG = "semif"
 EXTRAS = {"llama_cpp": "adapter", "aws_cdk": "cdk", "constructs": "cdk", "cdk_nag": "cdk", "sagemaker": "sagemaker"}
+HELP = frozenset({"-h", "--help"})
 CHECKOUT_FILES = ("cdk.json", "container/serve")  # what only a clone of the repository has
 
 
@@ -90,6 +93,16 @@ def top_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def offline_help(name: str, command: Command) -> str:
+    """`--help` of a command that runs only in a checkout, from its docstring (its imports need the checkout)."""
+    spec = importlib.util.find_spec(f"{tools.__name__}.{command.module}")
+    assert spec is not None and spec.origin is not None
+    doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text())) or command.summary
+    return (f"usage: {PROG} {name} [options]\n\n{doc.splitlines()[0]}\n\nIt runs only in a clone of the "
+            f"semif-sagemaker repository ({command.needs_checkout}); there, `{PROG} {name} --help` lists its "
+            f"options.\n\n{usage.examples(doc)}")
+
+
 def missing_extra(error: ModuleNotFoundError) -> str:
     package = (error.name or "").split(".")[0]
     extra = EXTRAS.get(package)
@@ -100,11 +113,14 @@ def missing_extra(error: ModuleNotFoundError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = top_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     name, command = args.command, COMMANDS[args.command]
+    usage.COMMAND = f"{PROG} {name}"
+    if command.needs_checkout and checkout_root() is None and HELP & set(args.args):
+        print(offline_help(name, command))
+        return 0
     if command.needs_checkout and checkout_root() is None:
         print(f"{PROG} {name}: runs only in a clone of the semif-sagemaker repository ({command.needs_checkout}); "
               f"run it there: `{PROG} {name}` or `python -m scripts.{command.module}`", file=sys.stderr)
         return 2
-    usage.COMMAND = f"{PROG} {name}"
     try:
         module = importlib.import_module(f"{tools.__name__}.{command.module}")
     except ModuleNotFoundError as error:
