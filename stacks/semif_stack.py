@@ -33,8 +33,10 @@ class SemifStack(Stack):
         )
         self.deployment = deployment
         self.pair = DecisionEndpointPair(self, PAIR_ID, DecisionEndpointPairProps(deployment, artifact, container_dir))
-        self.endpoints, self.shared, self.batch = self.pair.endpoints, self.pair.shared, self.pair.batch
-        self.artifact, self.image, self.alarm_topic = self.pair.artifact, self.pair.image, self.pair.alarm_topic
+        pair = self.pair  # its parts, as the stack's own attributes were before the pair existed
+        self.endpoints, self.shared, self.batch, self.capture = pair.endpoints, pair.shared, pair.batch, pair.capture
+        self.artifact, self.image, self.alarm_topic, self.registry = pair.artifact, pair.image, pair.alarm_topic, \
+            pair.registry
         self._outputs()
 
     def _outputs(self) -> None:

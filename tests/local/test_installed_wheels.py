@@ -140,7 +140,8 @@ try:
 except DecisionRejectedError as error:
     refused = {"status": error.status, "code": error.code, "field": error.field, "message": error.message}
 print(json.dumps({
-    "module": semif_decision_client.__file__, "adapter_importable": importlib.util.find_spec("semif_adapter") is not None,
+    "module": semif_decision_client.__file__,
+    "adapter_importable": importlib.util.find_spec("semif_adapter") is not None,
     "ids": list(decision.option_ids), "probabilities": dict(decision.probabilities), "scoring": decision.scoring,
     "choice": decision.choose(Policy(threshold=0.0, fallback="escalate")), "best": decision.best, "refused": refused}))
 """
