@@ -19,6 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+if not __package__:  # `python scripts/package_model.py`: run as the module of its package (relative imports)
+    import runpy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(runpy.run_module("scripts.package_model", run_name="__main__", alter_sys=True) and 0)
+
 from tqdm import tqdm
 
 from semif_adapter.agreement_cases import DECISIONS
