@@ -30,6 +30,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from semif_decision_client import runtime_client
+
 from .batching.chunking import DECISIONS_PER_REQUEST, REQUEST_BYTES
 from .batching.errors import BatchFailure, BatchRefused
 from .batching.progress import Progress, Recorder, Summary
@@ -46,7 +48,6 @@ from .batching.transform import (
     job_name,
     run_transform,
 )
-from .decision_client import runtime_client
 from .smoke import (
     LOCAL_CREDENTIALS,
     LOCAL_PORT,
@@ -57,6 +58,7 @@ from .smoke import (
     deployment_defaults,
     stack_outputs,
 )
+from .usage import command_parser
 
 WAIT_TIMEOUT_S = 24 * 3600.0
 POLL_INTERVAL_S = 30.0
@@ -146,7 +148,7 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m scripts.batch", description=__doc__.splitlines()[0])
+    parser = command_parser(__doc__, "batch")
     parser.add_argument("input", metavar="INPUT", help="JSON Lines requests (a file; with --transform also s3://)")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="OUTPUT",
                         help="answers, a line per input line (appended to on a rerun)")

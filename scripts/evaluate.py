@@ -23,8 +23,8 @@ from botocore.exceptions import BotoCoreError
 from tqdm import tqdm
 
 from semif_adapter.calibration import SCORING_METHODS
+from semif_decision_client import DEBIAS_MODES
 
-from .decision_client import DEBIAS_MODES
 from .evaluation.calibration_fit import SPLIT_RULE, FitError, calibration_document, check_split, fit_results
 from .evaluation.cases import CaseFile, CasesError, load_cases
 from .evaluation.collect import Knobs, Scored, collect
@@ -32,6 +32,7 @@ from .evaluation.metrics import method_figures
 from .evaluation.report import reliability_plot, text_report
 from .evaluation.targets import HttpTarget, Target, TargetError, aws_target, local_target
 from .smoke import LOCAL_PORT, LOCAL_PREFIX
+from .usage import command_parser
 
 EXIT_TARGET = 1  # the target is unreachable, refused a case or answered nonsense
 EXIT_INPUT = 2  # usage, the cases file, or a calibration that cannot be fitted
@@ -85,8 +86,7 @@ def positive(text: str) -> float:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m scripts.evaluate", description=__doc__.splitlines()[0],
-                                     epilog=DEFINITIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(__doc__, "evaluate", epilog=DEFINITIONS)
     parser.add_argument("cases", type=Path, help="labelled cases, JSON Lines")
     where = parser.add_argument_group("target (exactly one)").add_mutually_exclusive_group(required=True)
     where.add_argument("--endpoint-url", metavar="URL", help="a decision container: POST URL/invocations")

@@ -27,18 +27,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts.local.endpoints import (
+if not __package__:  # `python scripts/local_endpoints.py`: run as the module of its package (relative imports)
+    import runpy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(runpy.run_module("scripts.local_endpoints", run_name="__main__", alter_sys=True) and 0)
+
+from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
+from semif_adapter.llama_flags import FlagError, check_environment
+
+from .local.endpoints import (
     DEFAULT_PREFIX,
     STARTUP_TIMEOUT_S,
     container_env,
     gateway_routes,
     local_containers,
 )
-from scripts.local.gateway import create_gateway
-from scripts.local.processes import LOOPBACK, ChildError
-from scripts.local.serving import Stopped, ignore_stop_signals, install_stop_handlers, serve_app
-from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
-from semif_adapter.llama_flags import FlagError, check_environment
+from .local.gateway import create_gateway
+from .local.processes import LOOPBACK, ChildError
+from .local.serving import Stopped, ignore_stop_signals, install_stop_handlers, serve_app
+from .usage import command_parser
 
 DEFAULT_PORT = 8080
 
@@ -59,7 +66,7 @@ def port_free(port: int) -> bool:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__doc__, "local_endpoints")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="gateway port (default %(default)s)")
     parser.add_argument("--model", type=Path, help="GGUF model file (default: the embedded SmolLM2-135M)")
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="endpoints are PREFIX-chat, PREFIX-decision")

@@ -19,13 +19,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+if not __package__:  # `python scripts/package_model.py`: run as the module of its package (relative imports)
+    import runpy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(runpy.run_module("scripts.package_model", run_name="__main__", alter_sys=True) and 0)
+
 from tqdm import tqdm
 
-from semif_adapter.agreement import DECISIONS, measure
+from semif_adapter.agreement_cases import DECISIONS
 from semif_adapter.artifact import ArtifactReport, build_tarball, check_tarball, model_files_for
 from semif_adapter.kernel_paths import KernelReport, kernel_report
 from semif_adapter.model_files import ModelFileError
 from semif_adapter.quantize import CONVERT_TYPES, ConversionError, convert
+
+from .usage import command_parser
 
 PROGRESS_FROM_BYTES = 1 << 30  # a bar is noise for small files, welcome for multi-GB ones
 
@@ -65,13 +72,15 @@ def converted_package(args: argparse.Namespace) -> Packaged:
         conversion = convert(args.model, Path(scratch), args.convert)
         print("\n".join(conversion.lines()), flush=True)
         if args.agreement:
+            from semif_adapter.agreement import measure  # loads llama.cpp: only when converting
+
             agreement = measure(args.model, conversion.output, decisions=DECISIONS[:args.agreement])
             print("\n".join(agreement.lines()), flush=True)
         return package(conversion.output, args.output, args.mmproj, args.accelerator)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__doc__, "package_model")
     parser.add_argument("model", type=Path, nargs="?", help="the .gguf (first shard of a split model)")
     parser.add_argument("-o", "--output", type=Path, default=Path("model.tar.gz"))
     parser.add_argument("--mmproj", type=Path, help="also package this multimodal projector")

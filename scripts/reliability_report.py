@@ -15,8 +15,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from scripts.reliability.report import render_markdown
-from scripts.reliability.suite import SuiteConfig, run_suite
+if not __package__:  # `python scripts/reliability_report.py`: run as the module of its package (relative imports)
+    import runpy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(runpy.run_module("scripts.reliability_report", run_name="__main__", alter_sys=True) and 0)
+
+from .reliability.report import render_markdown
+from .reliability.suite import SuiteConfig, run_suite
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "docs" / "reliability"
 

@@ -2,7 +2,7 @@
 
     python -m scripts.smoke chat [--stream] --env dev            # names from the stack's outputs
     python -m scripts.smoke decision --endpoint NAME             # a named endpoint
-    python -m scripts.smoke chat --stream --local [--port 8080]  # the local gateway (no AWS account)
+    python -m scripts.smoke chat --stream --local [PORT]         # the local gateway (default port 8080)
     python -m scripts.smoke decision --local --shared            # the gateway's shared endpoint (components)
 
 Against AWS it first waits (bounded, with a progress line) until the stack is
@@ -30,10 +30,12 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from scripts.decision_client import DecisionClient, DecisionError, DecisionRequest, runtime_client
+from semif_decision_client import DecisionClient, DecisionError, DecisionRequest, runtime_client
+
+from .usage import command_parser
 
 PAYLOADS = Path(__file__).resolve().parent / "payloads"
-CDK_JSON = Path(__file__).resolve().parents[1] / "cdk.json"
+CDK_JSON = Path(__file__).resolve().parents[1] / "cdk.json"  # the checkout's; installed, the one in the cwd
 APP = "semif"  # when cdk.json cannot say
 LOCAL_PORT = 8080
 LOCAL_PREFIX = "local"
@@ -102,17 +104,44 @@ class Poller:
 
 # ---- which endpoint, and is it the deployed one ------------------------------------------------------------
 
-def deployment_defaults(env_name: str, cdk_json: Path = CDK_JSON) -> tuple[str, str | None]:
+def cdk_json_path() -> Path:
+    """The checkout's cdk.json; installed (no checkout around us), the one of the project in the cwd."""
+    return CDK_JSON if CDK_JSON.is_file() else Path.cwd() / "cdk.json"
+
+
+def _semif_context(cdk_json: Path) -> dict[str, Any]:
+    return json.loads(cdk_json.read_text())["context"]["semif"]
+
+
+def deployment_defaults(env_name: str, cdk_json: Path | None = None) -> tuple[str, str | None]:
     """App name and region of an environment, from the cdk.json the stack was deployed from.
 
     Read as plain JSON: importing the CDK app (and its Node runtime) to learn two strings is not worth it.
     """
     try:
-        context = json.loads(cdk_json.read_text())["context"]["semif"]
+        context = _semif_context(cdk_json or cdk_json_path())
         region = context.get("environments", {}).get(env_name, {}).get("region")
         return str(context.get("app_name") or APP), region
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return APP, None
+
+
+def environment_region(env_name: str, cdk_json: Path | None = None) -> str | None:
+    """The region of `--env NAME` from cdk.json; None (boto3's configured region) without a readable cdk.json.
+
+    An environment cdk.json does not define is refused here, naming it and the ones it does define: otherwise
+    boto3 would only say "You must specify a region." about a stack that cannot exist.
+    """
+    path = cdk_json or cdk_json_path()
+    try:
+        environments = _semif_context(path)["environments"]
+        known = sorted(environments)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if env_name not in environments:
+        raise SmokeFailure(f"environment {env_name!r} is not defined in {path} (environments: {', '.join(known)}); "
+                           "pick one with --env, or name the endpoint with --endpoint and --region")
+    return deployment_defaults(env_name, path)[1]
 
 
 def stack_outputs(cloudformation: Any, stack: str, poller: Poller) -> dict[str, str]:
@@ -317,7 +346,7 @@ def smoke_decision(runtime: Any, target: Target, payload: Mapping[str, Any]) -> 
 # ---- command line ----------------------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser(__doc__, "smoke")
     parser.add_argument("role", choices=sorted(OUTPUT_KEYS), help="which endpoint to test")
     where = parser.add_argument_group("which endpoint")
     where.add_argument("--stack", help="CloudFormation stack holding the endpoint names (default: APP-ENV)")
@@ -326,10 +355,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     where.add_argument("--endpoint", help="endpoint name (skips the stack; no endpoint config check)")
     where.add_argument("--inference-component", metavar="NAME",
                        help="with --endpoint: the inference component to invoke (shared hosting)")
-    where.add_argument("--local", action="store_true", help="the local gateway (scripts/local_endpoints.py)")
+    where.add_argument("--local", nargs="?", type=int, const=0, metavar="PORT",
+                       help=f"the local gateway (local_endpoints.py) on 127.0.0.1:PORT (default port {LOCAL_PORT}, "
+                            "or --port)")
     where.add_argument("--shared", action="store_true",
                        help="with --local: the gateway's shared endpoint PREFIX-models (local_endpoints.py --shared)")
-    where.add_argument("--port", type=int, default=LOCAL_PORT, help="with --local: gateway port")
+    where.add_argument("--port", type=int, default=LOCAL_PORT, help="with --local: gateway port (default %(default)s)")
     where.add_argument("--prefix", default=LOCAL_PREFIX, help="with --local: endpoint name prefix")
     where.add_argument("--endpoint-url", help="SageMaker runtime URL (default: AWS's; --local: the gateway)")
     where.add_argument("--region", help="AWS region (default: with --env, its region in cdk.json; else configured)")
@@ -338,6 +369,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--wait-timeout", type=float, default=WAIT_TIMEOUT_S, metavar="SECONDS")
     parser.add_argument("--poll-interval", type=float, default=POLL_INTERVAL_S, metavar="SECONDS")
     args = parser.parse_args(argv)
+    if args.local:  # `--local PORT`
+        args.port = args.local
+    args.local = args.local is not None
     if args.stream and args.role != "chat":
         parser.error("--stream applies to the chat endpoint only")
     if args.local and (args.stack or args.endpoint):
@@ -377,7 +411,7 @@ def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | N
         endpoint_url = args.endpoint_url or f"http://127.0.0.1:{args.port}"
     else:
         from_env = not (args.stack or args.endpoint)  # the environment's region only for the env's stack
-        region = args.region or (deployment_defaults(args.env)[1] if from_env else None)
+        region = args.region or (environment_region(args.env) if from_env else None)
         session = session or boto3.Session(region_name=region)
         endpoint_url = args.endpoint_url
     target = resolve_target(args, session, poller)

@@ -15,6 +15,7 @@ from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
+from constructs import IConstruct
 
 # Service principal -> the `aws:SourceArn` it sets when it assumes a role, as each service's confused-deputy
 # documentation gives it (service, resource type, resource name, ARN format), as a pattern within this stack's
@@ -40,9 +41,10 @@ def _service_principal(document: dict[str, object]) -> str:
     return principal
 
 
-def confine_service_trust(stack: Stack) -> None:
-    """Add `aws:SourceAccount` (and `aws:SourceArn`) to the trust policy of every role in the stack."""
-    for node in stack.node.find_all():
+def confine_service_trust(scope: IConstruct) -> None:
+    """Add `aws:SourceAccount` (and `aws:SourceArn`) to the trust policy of every role under `scope`."""
+    stack = Stack.of(scope)
+    for node in scope.node.find_all():
         if not isinstance(node, iam.Role):
             continue
         role = node.node.default_child
@@ -59,9 +61,9 @@ def confine_service_trust(stack: Stack) -> None:
         role.add_property_override("AssumeRolePolicyDocument.Statement.0.Condition", condition)
 
 
-def scope_waiter_logging(stack: Stack) -> None:
+def scope_waiter_logging(scope: IConstruct) -> None:
     """Scope the log-stream actions of every Provider waiter's role to that waiter's log group."""
-    for provider in (node for node in stack.node.find_all() if isinstance(node, cr.Provider)):
+    for provider in (node for node in scope.node.find_all() if isinstance(node, cr.Provider)):
         waiter = provider.node.try_find_child(WAITER)
         if waiter is None:
             continue
@@ -69,9 +71,9 @@ def scope_waiter_logging(stack: Stack) -> None:
         policies = [c for c in waiter.node.find_all() if isinstance(c, iam.CfnPolicy)]
         if len(machines) != 1 or len(policies) != 1:
             raise ValueError(f"{waiter.node.path}: expected one state machine and one policy")
-        logging = stack.resolve(machines[0].logging_configuration)
+        logging = Stack.of(scope).resolve(machines[0].logging_configuration)
         log_group = logging["destinations"][0]["cloudWatchLogsLogGroup"]["logGroupArn"]
-        document = stack.resolve(policies[0].policy_document)
+        document = Stack.of(scope).resolve(policies[0].policy_document)
         statements = []
         for statement in document["Statement"]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]

@@ -55,9 +55,9 @@ LOG_DELIVERY = ("the CloudWatch Logs delivery actions (logs:CreateLogDelivery, l
                 "waiter state machine's execution logging have no resource-level permissions")
 
 
-def acknowledge_inline_policies(stack: Stack) -> None:
-    """NIST's IAMNoInlinePolicy, on every role policy of the stack (ours and CDK's), each with the reason."""
-    for node in stack.node.find_all():
+def acknowledge_inline_policies(scope: IConstruct) -> None:
+    """NIST's IAMNoInlinePolicy, on every role policy under `scope` (ours and CDK's), each with the reason."""
+    for node in scope.node.find_all():
         if isinstance(node, iam.CfnPolicy):
             acknowledge(node, INLINE_POLICY)
 

@@ -17,7 +17,13 @@ from typing import Any
 import httpx
 from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
-from ..decision_client import BACKOFF_BASE_S, BACKOFF_MAX_S, RETRYABLE_MODEL_STATUS, DecisionRejectedError, rejection
+from semif_decision_client import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    RETRYABLE_MODEL_STATUS,
+    DecisionRejectedError,
+    rejection,
+)
 
 MEDIA_TYPE = "application/jsonlines"
 REQUEST_TIMEOUT_S = 70.0  # above SageMaker's 60 s invocation limit, as the decision client's
@@ -42,7 +48,7 @@ def _failure(code: str, message: str) -> ChunkFailure:
 class RuntimeTarget:
     """`InvokeEndpoint` with JSON Lines through a sagemaker-runtime client (thread-safe, as boto3 clients are).
 
-    The client's retries (scripts.decision_client.runtime_client) cover throttling and a busy container.
+    The client's retries (semif_decision_client.runtime_client) cover throttling and a busy container.
     """
 
     def __init__(self, client: Any, endpoint_name: str) -> None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scripts.bench.workload import Spec
-
 from .traffic import Interleaved, Skewed
+from .workload import Spec
 
 FRESH, SAME = "fresh", "same"
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import httpx
 
-from scripts.bench.workload import Spec, option_list
 from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, SLOT_LETTERS, ChatFrame, letters_plan
 from semif_adapter.request_schema import DecisionRequest
+
+from .workload import Spec, option_list
 
 TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 JSON_HEADERS = {"content-type": "application/json"}

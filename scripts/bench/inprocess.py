@@ -19,7 +19,6 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from scripts.bench.workload import Spec
 from semif_adapter.integrity import digest
 from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
@@ -31,6 +30,8 @@ from semif_adapter.response import ModelIdentity, Timing, render
 from semif_adapter.scoring import score, softmax
 from semif_adapter.settings import Settings, load_settings
 from semif_adapter.tokens import PlanTokens, PromptTokenizer
+
+from .workload import Spec
 
 Piece = tuple[int, int, list[int], bool]  # sequence id, first position, tokens, logits for the last token
 

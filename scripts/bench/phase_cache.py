@@ -11,8 +11,7 @@ from typing import Any
 
 import httpx
 
-from scripts.stats import summarize
-
+from ..stats import summarize
 from . import http_runs, servers
 from .config import Config
 from .inprocess import Model, restore_probe

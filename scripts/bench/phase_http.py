@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from scripts.bench import http_runs
-from scripts.bench.config import Config
-from scripts.bench.http_runs import Outcome
-from scripts.bench.workload import Spec
-from scripts.stats import summarize
+from ..stats import summarize
+from . import http_runs
+from .config import Config
+from .http_runs import Outcome
+from .workload import Spec
 
 
 def _timing(outcomes: list[Outcome], key: str) -> list[float]:

@@ -5,16 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scripts.bench.config import Config
-from scripts.bench.inprocess import (
+from ..stats import summarize
+from .config import Config
+from .inprocess import (
     Model,
     batching_probe,
     chunking_probe,
     floor_ms,
     pipeline_overhead_ms,
 )
-from scripts.bench.workload import Spec
-from scripts.stats import summarize
+from .workload import Spec
 
 
 def overhead(model: Model, config: Config) -> dict[str, Any]:

@@ -16,8 +16,7 @@ from typing import Any
 
 import httpx
 
-from scripts.stats import summarize
-
+from ..stats import summarize
 from . import http_runs
 from .config import FRESH, Config, Scenario
 from .http_runs import Outcome

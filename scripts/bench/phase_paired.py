@@ -16,15 +16,12 @@ from typing import Any
 
 import httpx
 
-from scripts.bench import http_runs
-from scripts.bench.config import FRESH, Config, Scenario
-from scripts.bench.http_runs import Outcome
-from scripts.bench.inprocess import Model, floor_ms, reference_ms
-from scripts.bench.workload import Spec
-from scripts.stats import summarize
-
-from . import completion
-from .inprocess import SerialPrefix
+from ..stats import summarize
+from . import completion, http_runs
+from .config import FRESH, Config, Scenario
+from .http_runs import Outcome
+from .inprocess import Model, SerialPrefix, floor_ms, reference_ms
+from .workload import Spec
 
 SETTLE_S = 0.05  # libgomp spins a few ms after a parallel region before it sleeps
 ANSWER_SAMPLES = 4

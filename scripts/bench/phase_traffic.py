@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from scripts.stats import summarize
-
+from ..stats import summarize
 from . import completion, http_runs
 from .http_runs import Outcome
 from .inprocess import Model, SerialAnswer, SerialPrefix

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scripts.stats import summarize
 from semif_adapter.agreement import measure
 from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.quantize import convert
 
+from ..stats import summarize
 from .inprocess import Model, floor_ms
 from .workload import Spec
 

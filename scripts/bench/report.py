@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scripts.stats import ratio
+from ..stats import ratio
 
 OVERHEAD_LIMIT = 1.10
 REUSE_LIMIT = 1.20

@@ -15,10 +15,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from scripts.local.chat_container import llama_server_argv, llama_server_binary
-from scripts.local.endpoints import Container, start_decision_container
-from scripts.local.processes import LOOPBACK, free_port, start_child, wait_for_ping
-from scripts.reliability.servers import START_TIMEOUT_S, Server
+from ..local.chat_container import llama_server_argv, llama_server_binary
+from ..local.endpoints import Container, start_decision_container
+from ..local.processes import LOOPBACK, free_port, start_child, wait_for_ping
+from ..reliability.servers import START_TIMEOUT_S, Server
 
 
 def _base_env(extra: dict[str, str]) -> dict[str, str]:

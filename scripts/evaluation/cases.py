@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from semif_adapter.request_schema import RequestError, parse_request
-
-from ..decision_client import DecisionRequest
+from semif_decision_client import DecisionRequest
 
 CASE_FIELDS = frozenset({"decision", "gold", "kind", "note"})
 NO_KIND = "(none)"  # the kind of a case that names none

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..decision_client import Decision, DecisionRequest
+from semif_decision_client import Decision, DecisionRequest
+
 from .cases import Case
 from .targets import Answer, Target
 

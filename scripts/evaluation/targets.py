@@ -14,7 +14,15 @@ from typing import Any, Protocol
 import boto3
 import httpx
 
-from ..decision_client import Decision, DecisionClient, DecisionError, DecisionRequest, parse_decision, runtime_client
+from semif_decision_client import (
+    Decision,
+    DecisionClient,
+    DecisionError,
+    DecisionRequest,
+    parse_decision,
+    runtime_client,
+)
+
 from ..smoke import LOCAL_CREDENTIALS, LOCAL_PORT, LOCAL_PREFIX, LOCAL_REGION
 
 HTTP_TIMEOUT_S = 120.0

@@ -29,11 +29,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from scripts.local.processes import LOOPBACK, free_port, start_child
-from scripts.local.proxy import closing_client, forwardable, open_stream, relay
-from scripts.local.serving import ignore_stop_signals, install_stop_handlers, serve_app
 from semif_adapter.llama_flags import PREFIX, FlagError, check_environment, server_args
 from semif_adapter.model_files import DEFAULT_MODEL_DIR, ModelFileError, scan_model_dir
+
+from .processes import LOOPBACK, free_port, start_child
+from .proxy import closing_client, forwardable, open_stream, relay
+from .serving import ignore_stop_signals, install_stop_handlers, serve_app
 
 DEFAULT_PORT = 8080
 PING_TIMEOUT_S = 2.0  # SageMaker's own ping timeout

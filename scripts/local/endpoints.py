@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.local.processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
 from semif_adapter.llama_flags import PREFIX
 from semif_adapter.settings import cpu_quota
+
+from .processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
 
 REPO = Path(__file__).resolve().parents[2]
 DECISION_SERVE = REPO / "container" / "serve"
@@ -79,7 +80,7 @@ def container_env(base: Mapping[str, str], model: Path) -> dict[str, str]:
 def start_chat_container(name: str, env: Mapping[str, str], log_dir: Path) -> Container:
     """The chat container (DLC equivalent) on a free loopback port; not waited for."""
     port = free_port()
-    argv = [sys.executable, "-m", "scripts.local.chat_container", "--port", str(port)]
+    argv = [sys.executable, "-m", f"{__package__}.chat_container", "--port", str(port)]
     child = start_child(name, argv, env, log_dir / f"{name}.log", cwd=REPO)
     return Container(name, child, f"http://{LOOPBACK}:{port}")
 
@@ -92,7 +93,9 @@ def start_decision_container(name: str, env: Mapping[str, str], log_dir: Path,
     """
     port = free_port()
     decision_env = {**env, "SAGEMAKER_BIND_TO_PORT": str(port), "SEMIF_HOST": LOOPBACK}
-    child = start_child(name, [str(DECISION_SERVE), *args], decision_env, log_dir / f"{name}.log", cwd=REPO)
+    # From a checkout the image's own entry point; installed (no container/ beside us), the same server as a module.
+    serve = [str(DECISION_SERVE)] if DECISION_SERVE.exists() else [sys.executable, "-m", "semif_adapter"]
+    child = start_child(name, [*serve, *args], decision_env, log_dir / f"{name}.log", cwd=REPO)
     return Container(name, child, f"http://{LOOPBACK}:{port}")
 
 

@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from scripts.local.eventstream import payload_part, stream_exception
-from scripts.local.proxy import closing_client, open_stream
-from scripts.local.sagemaker_errors import (
+from .eventstream import payload_part, stream_exception
+from .proxy import closing_client, open_stream
+from .sagemaker_errors import (
     component_missing,
     component_not_found,
     endpoint_not_found,

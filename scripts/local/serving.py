@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import uvicorn
 from starlette.applications import Starlette
 
-from scripts.local.processes import LOOPBACK, Child
+from .processes import LOOPBACK, Child
 
 WATCH_INTERVAL_S = 0.2
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

@@ -21,11 +21,11 @@ from typing import Any
 
 import httpx
 
-from scripts.local.processes import LOOPBACK, descendants, wait_until
-from scripts.reliability import rawhttp
-from scripts.reliability.bodies import REQUEST_TIMEOUT_S, error_code
-from scripts.reliability.load import latency_summary
-from scripts.reliability.servers import Server, start_chat
+from ..local.processes import LOOPBACK, descendants, wait_until
+from . import rawhttp
+from .bodies import REQUEST_TIMEOUT_S, error_code
+from .load import latency_summary
+from .servers import Server, start_chat
 
 MAX_TOKENS = 8
 LIMIT = 6 * 1024 * 1024

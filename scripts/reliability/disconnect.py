@@ -21,10 +21,10 @@ from typing import Any
 
 import httpx
 
-from scripts.local.processes import wait_until
-from scripts.reliability import rawhttp
-from scripts.reliability.bodies import REQUEST_TIMEOUT_S, decision, post_json
-from scripts.reliability.servers import Server
+from ..local.processes import wait_until
+from . import rawhttp
+from .bodies import REQUEST_TIMEOUT_S, decision, post_json
+from .servers import Server
 
 LOG_WAIT_S = 120.0
 OTHER_STATE = "Warehouse note: the forklift charger in bay 3 trips its breaker every night."

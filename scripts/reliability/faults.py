@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.local.processes import http_status
-from scripts.reliability.load import Clients, LoadConfig, Outcome
-from scripts.reliability.servers import STOP_TIMEOUT_S, Server, start_decision
 from semif_adapter.embedded_model import embedded_model_path
+
+from ..local.processes import http_status
+from .load import Clients, LoadConfig, Outcome
+from .servers import STOP_TIMEOUT_S, Server, start_decision
 
 FAULT_TIMEOUT_S = 90.0  # a broken model must be refused well within this, even on a busy machine
 TRUNCATED_BYTES = 4 * 1024 * 1024  # header intact, tensor data cut off

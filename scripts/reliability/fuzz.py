@@ -24,8 +24,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from scripts.reliability.bodies import REQUEST_TIMEOUT_S
-from scripts.reliability.openapi import decision_openapi
+from .bodies import REQUEST_TIMEOUT_S
+from .openapi import decision_openapi
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import httpx
 
-from scripts.local.processes import wait_until
-from scripts.reliability import rawhttp
-from scripts.reliability.bodies import OPTIONS, REQUEST_TIMEOUT_S, decision, error_code, post_json
-from scripts.reliability.load import check_answer
-from scripts.reliability.servers import Server
+from ..local.processes import wait_until
+from . import rawhttp
+from .bodies import OPTIONS, REQUEST_TIMEOUT_S, decision, error_code, post_json
+from .load import check_answer
+from .servers import Server
 
 LIMIT = 6 * 1024 * 1024  # the adapter's body limit: SageMaker's real-time payload limit
 NEAR_LIMIT = LIMIT - 4096  # room for the envelope around a huge string

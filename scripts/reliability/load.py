@@ -23,10 +23,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-from scripts.reliability.bodies import error_code, load_body, post_json
-from scripts.reliability.rawhttp import RawResponse, trickle
-from scripts.reliability.servers import Server, read_rss_kib
-from scripts.stats import summarize
+from ..stats import summarize
+from .bodies import error_code, load_body, post_json
+from .rawhttp import RawResponse, trickle
+from .servers import Server, read_rss_kib
 
 BODY_TIMEOUT_S = 30.0  # the adapter's own limit on receiving a body (http_app.BODY_TIMEOUT_SECONDS)
 SLOW_GIVE_UP_S = BODY_TIMEOUT_S + 15.0

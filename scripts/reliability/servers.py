@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.local.endpoints import Container, container_env, start_chat_container, start_decision_container
-from scripts.local.processes import descendants, survivors, wait_for_ping
 from semif_adapter.embedded_model import embedded_model_path
+
+from ..local.endpoints import Container, container_env, start_chat_container, start_decision_container
+from ..local.processes import descendants, survivors, wait_for_ping
 
 START_TIMEOUT_S = 180.0  # the model loads in seconds, but this machine is shared with other builds
 STOP_TIMEOUT_S = 30.0  # SageMaker's SIGTERM-to-SIGKILL window

@@ -18,15 +18,15 @@ from typing import Any
 
 import httpx
 
-from scripts.reliability.bodies import REQUEST_TIMEOUT_S, post_json
-from scripts.reliability.chat import chat_crash_probe, chat_hostile, chat_load
-from scripts.reliability.disconnect import run_disconnects
-from scripts.reliability.faults import make_fault, run_fault, sigterm_under_load
-from scripts.reliability.fuzz import run_openapi_fuzz
-from scripts.reliability.hostile import catalog, huge_input_memory, run_catalog, run_raw_cases
-from scripts.reliability.load import LoadConfig, run_load
-from scripts.reliability.properties import check_http, check_validation
-from scripts.reliability.servers import Server, settings_in_use, start_chat, start_decision
+from .bodies import REQUEST_TIMEOUT_S, post_json
+from .chat import chat_crash_probe, chat_hostile, chat_load
+from .disconnect import run_disconnects
+from .faults import make_fault, run_fault, sigterm_under_load
+from .fuzz import run_openapi_fuzz
+from .hostile import catalog, huge_input_memory, run_catalog, run_raw_cases
+from .load import LoadConfig, run_load
+from .properties import check_http, check_validation
+from .servers import Server, settings_in_use, start_chat, start_decision
 
 FAULTS = ("missing", "truncated", "two_models", "wrong_magic", "unreadable")
 ADAPTER_FIELDS = ("threads", "queue_size", "head_tokens", "load_ms", "model")  # from its `ready` log line

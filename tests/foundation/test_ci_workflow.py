@@ -1,0 +1,29 @@
+"""The GitHub Actions workflow: it loads, runs what the README says, and caches what it claims to."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOW = REPO / ".github" / "workflows" / "ci.yml"
+
+
+def test_the_workflow_bootstraps_tests_synthesizes_every_environment_and_caches() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    steps = workflow["jobs"]["test"]["steps"]
+    runs = [step.get("run", "") for step in steps]
+    assert runs.index("make bootstrap") < runs.index("make test"), runs
+    synth = next(run for run in runs if "cdk synth" in run)
+    assert "context']['semif']['environments']" in synth and '-c "env=$env"' in synth
+    environments = json.loads((REPO / "cdk.json").read_text())["context"]["semif"]["environments"]
+    assert len(environments) >= 2  # the loop reads them from cdk.json, so a new environment is synthesized too
+    cached = {step["with"]["path"]: step["with"]["key"] for step in steps if step.get("uses", "").startswith(
+        "actions/cache@")}
+    assert set(cached) == {"~/.cache/pip", "~/.npm", "~/.cache/semif-sagemaker"}
+    assert "package-lock.json" in cached["~/.npm"]
+    assert "container/requirements.txt" in cached["~/.cache/semif-sagemaker"]
+    assert "requirements*.txt" in cached["~/.cache/pip"]
+    assert workflow["jobs"]["test"]["timeout-minutes"] <= 90

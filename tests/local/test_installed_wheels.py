@@ -1,0 +1,164 @@
+"""The built wheels, installed as a user installs them: each into a fresh venv, used from outside the repository
+against the session's local gateway (slow: builds two wheels and two venvs once per session).
+
+The toolkit's wheel: `semif --help` and every subcommand's, `semif smoke decision --local PORT`, the package data,
+and no generic top-level packages. The decision client's wheel: boto3 and the client alone, real answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from semif_sagemaker.cli import COMMANDS
+
+REPO = Path(__file__).resolve().parents[2]
+PIP_TIMEOUT_S = 600
+pytestmark = pytest.mark.slow
+
+
+@dataclass(frozen=True)
+class Venv:
+    root: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def site_packages(self) -> Path:
+        return Path(sysconfig.get_path("purelib", vars={"base": str(self.root), "platbase": str(self.root)}))
+
+    def run(self, argv: Sequence[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """A command of this venv, from `cwd`, with nothing of the repository's environment on the path."""
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env.update(PATH=f"{self.bin}{os.pathsep}{env.get('PATH', '')}", AWS_ACCESS_KEY_ID="local",
+                   AWS_SECRET_ACCESS_KEY="local", AWS_DEFAULT_REGION="us-east-1")
+        return subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+
+
+def pip(*args: str | Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *map(str, args)],
+                            capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def fresh_venv(root: Path, *requirements: str | Path) -> Venv:
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=PIP_TIMEOUT_S)
+    venv = Venv(root)
+    result = venv.run(["pip", "install", "--quiet", "--disable-pip-version-check", *map(str, requirements)],
+                      cwd=root, timeout=PIP_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return venv
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Both wheels, built offline with this venv's setuptools."""
+    out = tmp_path_factory.mktemp("wheels")
+    for project in (REPO, REPO / "clients" / "python"):
+        pip("wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", out, project)
+    found = {path.name.split("-")[0]: path for path in out.glob("*.whl")}
+    assert set(found) == {"semif_sagemaker", "semif_decision_client"}, found
+    return found
+
+
+@pytest.fixture(scope="session")
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A working directory with nothing of the repository in it."""
+    return tmp_path_factory.mktemp("elsewhere")
+
+
+@pytest.fixture(scope="session")
+def toolkit(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    return fresh_venv(tmp_path_factory.mktemp("toolkit-venv") / "venv", wheels["semif_sagemaker"])
+
+
+@pytest.fixture(scope="session")
+def client_only(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    return fresh_venv(tmp_path_factory.mktemp("client-venv") / "venv", "boto3", wheels["semif_decision_client"])
+
+
+def test_toolkit_installs_under_its_own_names_with_its_data(toolkit: Venv) -> None:
+    top_level = {path.name for path in toolkit.site_packages.iterdir()}
+    assert not top_level & {"scripts", "stacks", "tests", "container"}, sorted(top_level)
+    for data in ("semif_sagemaker/tools/payloads/decision.json", "semif_sagemaker/tools/payloads/chat.json",
+                 "semif_sagemaker/cdk/instance_memory.json", "semif_sagemaker/cdk/handlers/image_build.py",
+                 "semif_adapter/llama_server_flags.json", "semif_sagemaker/py.typed",
+                 "semif_decision_client/py.typed"):
+        assert (toolkit.site_packages / data).is_file(), data
+
+
+def test_semif_help_and_every_subcommand_help(toolkit: Venv, outside: Path) -> None:
+    top = toolkit.run(["semif", "--help"], outside)
+    assert top.returncode == 0, top.stderr
+    for name in COMMANDS:
+        assert f"  {name} " in top.stdout, name
+        result = toolkit.run(["semif", name, "--help"], outside)
+        assert result.returncode == 0, f"semif {name} --help: {result.stderr}"
+        assert result.stdout.startswith(f"usage: semif {name}"), result.stdout[:200]
+        assert "examples:" in result.stdout and f"semif {name} " in result.stdout.split("examples:")[1], name
+
+
+def test_semif_smoke_decision_against_the_local_gateway(toolkit: Venv, outside: Path, local_endpoints: Any) -> None:
+    result = toolkit.run(["semif", "smoke", "decision", "--local", str(local_endpoints.port)], outside)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("smoke decision: OK: local-decision:"), result.stdout
+
+
+def test_repository_only_command_says_so_in_one_line(toolkit: Venv, outside: Path) -> None:
+    result = toolkit.run(["semif", "bench", "--quick"], outside)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "runs only in a clone of the semif-sagemaker repository" in \
+        result.stderr, result.stderr
+
+
+CLIENT_SCRIPT = """
+import importlib.util, json, sys
+import semif_decision_client
+from semif_decision_client import DecisionClient, DecisionRejectedError, DecisionRequest, Policy
+
+client = DecisionClient("local-decision", endpoint_url=sys.argv[1], region_name="us-east-1")
+decision = client.decide(DecisionRequest.build(
+    id="t-1", state="The parcel arrived and the screen is cracked.", question="What should support do next?",
+    options={"refund": "Refund the order", "replace": "Send a replacement", "escalate": "Ask a human"},
+    scoring="letters"))
+try:
+    client.decide({"decision": {"id": "t-2", "state": 42, "question": "q",
+                                "options": [{"id": "a", "description": "A"}, {"id": "b", "description": "B"}]}})
+    refused = None
+except DecisionRejectedError as error:
+    refused = {"status": error.status, "code": error.code, "field": error.field, "message": error.message}
+print(json.dumps({
+    "module": semif_decision_client.__file__,
+    "adapter_importable": importlib.util.find_spec("semif_adapter") is not None,
+    "ids": list(decision.option_ids), "probabilities": dict(decision.probabilities), "scoring": decision.scoring,
+    "choice": decision.choose(Policy(threshold=0.0, fallback="escalate")), "best": decision.best, "refused": refused}))
+"""
+
+
+def test_client_wheel_alone_decides_from_outside_the_repository(client_only: Venv, outside: Path,
+                                                                 local_endpoints: Any) -> None:
+    script = outside / "use_client.py"
+    script.write_text(CLIENT_SCRIPT)
+    result = client_only.run(["python", str(script), local_endpoints.url], outside)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert Path(seen["module"]).is_relative_to(client_only.root), seen["module"]
+    assert not seen["adapter_importable"], "the client venv must not hold the adapter"
+    assert seen["ids"] == ["refund", "replace", "escalate"] and seen["scoring"] == "letters"
+    assert abs(sum(seen["probabilities"].values()) - 1) < 1e-3
+    assert seen["choice"] == seen["best"] == max(seen["probabilities"], key=seen["probabilities"].get)
+    assert seen["refused"]["status"] == 400 and seen["refused"]["code"] == "invalid_request"
+    assert seen["refused"]["field"] == "decision.state"
+    assert "object or array" in seen["refused"]["message"] and "Value error" not in seen["refused"]["message"]

@@ -1,0 +1,48 @@
+"""What the smoke script says before it reaches any endpoint: an environment cdk.json does not define, the
+default port of `--local`, and `--local PORT` (fast: no endpoint, no AWS)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripts import smoke
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_an_environment_cdk_json_does_not_define_is_named_with_the_ones_it_does() -> None:
+    result = subprocess.run([sys.executable, "-m", "scripts.smoke", "decision", "--env", "staging"], cwd=REPO,
+                            capture_output=True, text=True, timeout=60, check=False, env={"PATH": "/usr/bin"})
+    defined = sorted(json.loads((REPO / "cdk.json").read_text())["context"]["semif"]["environments"])
+    assert result.returncode == 1
+    assert "'staging' is not defined in" in result.stderr and ", ".join(defined) in result.stderr, result.stderr
+    assert "You must specify a region" not in result.stderr
+
+
+def test_environment_region_reads_cdk_json_and_leaves_boto3_its_region_without_one(tmp_path: Path) -> None:
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps({"context": {"semif": {"app_name": "acme", "environments": {
+        "prod": {"region": "eu-west-1"}}}}}))
+    assert smoke.environment_region("prod", cdk_json) == "eu-west-1"
+    with pytest.raises(smoke.SmokeFailure, match=r"environment 'dev' is not defined in .*\(environments: prod\)"):
+        smoke.environment_region("dev", cdk_json)
+    assert smoke.environment_region("dev", tmp_path / "missing.json") is None
+
+
+def test_help_shows_the_local_default_port_and_local_takes_a_port() -> None:
+    result = subprocess.run([sys.executable, "-m", "scripts.smoke", "--help"], cwd=REPO, capture_output=True,
+                            text=True, timeout=60, check=True)
+    flat = " ".join(result.stdout.split())
+    assert f"--local [PORT] the local gateway (local_endpoints.py) on 127.0.0.1:PORT (default port {smoke.LOCAL_PORT}" \
+        in flat, result.stdout
+    assert "examples:" in result.stdout
+    assert (smoke.parse_args(["decision", "--local", "9123"]).local, smoke.parse_args(["decision", "--local",
+                                                                                      "9123"]).port) == (True, 9123)
+    default = smoke.parse_args(["decision", "--local"])
+    assert (default.local, default.port) == (True, smoke.LOCAL_PORT)
+    assert not smoke.parse_args(["decision", "--endpoint", "x"]).local
