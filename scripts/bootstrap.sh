@@ -43,6 +43,16 @@ if [ "$(cat "$CHECKOV_VENV/.requirements.sha256" 2>/dev/null)" != "$checkov_key"
   echo "$checkov_key" > "$CHECKOV_VENV/.requirements.sha256"
 fi
 
+# The sagemaker SDK v3 and the AWS CLI v1 (the SDK test, tests/sdk) in their own venv, for the same reason.
+SAGEMAKER_VENV=.venv-sagemaker
+sagemaker_key=$(fingerprint requirements-sagemaker.txt <("$PYTHON" --version))
+if [ "$(cat "$SAGEMAKER_VENV/.requirements.sha256" 2>/dev/null)" != "$sagemaker_key" ]; then
+  step "installing the sagemaker SDK and the AWS CLI into $SAGEMAKER_VENV (about 1 GB)"
+  "$PYTHON" -m venv --clear "$SAGEMAKER_VENV"
+  "$SAGEMAKER_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-sagemaker.txt
+  echo "$sagemaker_key" > "$SAGEMAKER_VENV/.requirements.sha256"
+fi
+
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "installing the pinned AWS CDK CLI (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
