@@ -292,9 +292,10 @@ def _model_busy_retry(max_attempts: int) -> Callable[..., float | None]:
     return handler
 
 
-def as_boto3_session(session: Any = None) -> boto3.Session:
-    """The boto3 Session to build clients from: the default chain (None), a boto3 Session, or the sagemaker SDK's
-    session (`sagemaker.core.helper.session_helper.Session`), whose credentials and region are its `.boto_session`.
+def as_boto3_session(session: Any = None) -> Any:
+    """What to build clients from: the default chain (None), a boto3 Session (or anything with its `client`), or
+    the sagemaker SDK's session (`sagemaker.core.helper.session_helper.Session`), whose credentials and region
+    are its `.boto_session`.
 
     sagemaker-core's resources (`Endpoint.get(name, session=...)`) take a boto3 Session themselves, so code that
     uses the SDK passes the same session here and both sign alike.
@@ -302,7 +303,7 @@ def as_boto3_session(session: Any = None) -> boto3.Session:
     if session is None:
         return boto3.Session()
     boto_session = getattr(session, "boto_session", session)
-    if not isinstance(boto_session, boto3.Session):
+    if not callable(getattr(boto_session, "client", None)):
         raise TypeError(f"session must be a boto3.Session or a sagemaker Session, got {type(session).__name__}")
     return boto_session
 

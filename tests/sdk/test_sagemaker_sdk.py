@@ -102,6 +102,9 @@ def test_aws_cli_v1_invokes_and_describes_local_endpoints(local_endpoints: Any, 
                             env, tmp_path)  # the URL from AWS_ENDPOINT_URL_SAGEMAKER
     assert described.returncode == 0, described.stderr
     assert json.loads(described.stdout)["EndpointStatus"] == "InService"
+    waited = run_in_venv([str(VENV / "aws"), "sagemaker", "wait", "endpoint-in-service", "--endpoint-name",
+                          "local-decision"], env, tmp_path)
+    assert (waited.returncode, waited.stderr) == (0, "")
     missing = run_in_venv([str(VENV / "aws"), "sagemaker", "describe-endpoint", "--endpoint-name", "nope"],
                           env, tmp_path)
     assert missing.returncode == 255  # AWS CLI v1's status for a service error
