@@ -36,15 +36,22 @@ if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$requirements_key" ];
   echo "$requirements_key" > "$VENV/.requirements.sha256"
 fi
 
-# checkov (template scanner of tests/security) in its own venv: its dependency tree conflicts with our pins.
-CHECKOV_VENV=.venv-checkov
-checkov_key=$(fingerprint requirements-security.txt <("$PYTHON" --version))
-if [ "$(cat "$CHECKOV_VENV/.requirements.sha256" 2>/dev/null)" != "$checkov_key" ]; then
-  step "installing checkov into $CHECKOV_VENV"
-  "$PYTHON" -m venv --clear "$CHECKOV_VENV"
-  "$CHECKOV_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-security.txt
-  echo "$checkov_key" > "$CHECKOV_VENV/.requirements.sha256"
-fi
+# A tool whose dependency tree would fight our pins gets a venv of its own, from a fully pinned freeze,
+# rebuilt only when that file (or the Python) changes: pinned_venv VENV REQUIREMENTS WHAT.
+pinned_venv() {
+  local venv=$1 requirements=$2 what=$3 key
+  key=$(fingerprint "$requirements" <("$PYTHON" --version))
+  if [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$key" ]; then
+    step "installing $what into $venv"
+    "$PYTHON" -m venv --clear "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    echo "$key" > "$venv/.requirements.sha256"
+  fi
+}
+# checkov: the template scanner of tests/security.
+pinned_venv .venv-checkov requirements-security.txt checkov
+# The sagemaker SDK v3 and the AWS CLI v1: the SDK test, tests/sdk.
+pinned_venv .venv-sagemaker requirements-sagemaker.txt "the sagemaker SDK and the AWS CLI (about 1 GB)"
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "installing the pinned AWS CDK CLI (npm ci)"

@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from semif_decision_client import DecisionClient, DecisionError, DecisionRequest, runtime_client
+from semif_decision_client import DecisionClient, DecisionError, DecisionRequest, as_boto3_session, runtime_client
 
 from .usage import command_parser
 
@@ -399,7 +399,11 @@ def resolve_target(args: argparse.Namespace, session: Any, poller: Poller) -> Ta
 
 
 def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | None = None) -> str:
-    """Resolve, check and invoke; the report line, or SmokeFailure."""
+    """Resolve, check and invoke; the report line, or SmokeFailure.
+
+    `session`: a boto3 Session or the sagemaker SDK's (`as_boto3_session`); None builds one from the arguments.
+    """
+    session = as_boto3_session(session) if session is not None else None
     poller = poller or Poller(timeout_s=args.wait_timeout, interval_s=args.poll_interval)
     payload_file = args.payload or PAYLOADS / f"{args.role}.json"
     try:

@@ -12,6 +12,8 @@ An endpoint can also host inference components (`{endpoint: {component: url}}`, 
 them): then it routes by `InferenceComponentName` (the `X-Amzn-SageMaker-Inference-Component` header) and, as
 SageMaker does, refuses a request without one or naming a component it does not host with `ValidationError`.
 `GET /ping` (not part of the AWS API) is 200 once every container's is.
+On the same port `POST /` with `X-Amz-Target: SageMaker.<Operation>` reaches the control-plane reads that SDKs make
+before invoking (`DescribeEndpoint` and a few more: `control_plane`), so one endpoint URL serves both services.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from .sagemaker_errors import (
     no_components,
     request_id,
 )
+
+from .control_plane import ControlPlane
 
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 COMPONENT_HEADER = "x-amzn-sagemaker-inference-component"  # boto3's InferenceComponentName
@@ -106,6 +110,7 @@ class Gateway:
         self.routes = {name: target if isinstance(target, str) else dict(target)
                        for name, target in containers.items()}
         self.client = httpx.AsyncClient(timeout=CONTAINER_TIMEOUT)
+        self.control_plane = ControlPlane(self.routes)
 
     @property
     def containers(self) -> dict[str, str]:
@@ -140,6 +145,7 @@ class Gateway:
                 Route("/endpoints/{name}/invocations", self.invoke, methods=["POST"]),
                 Route("/endpoints/{name}/invocations-response-stream", self.invoke_stream, methods=["POST"]),
                 Route("/ping", self.ping, methods=["GET"]),
+                Route("/", self.root, methods=["POST"]),
                 Route("/{path:path}", self.unknown, methods=methods),
             ],
             lifespan=closing_client(self.client),
@@ -230,10 +236,17 @@ class Gateway:
         healthy = all(status == 200 for status in statuses.values())
         return JSONResponse({"endpoints": statuses}, status_code=200 if healthy else 503)
 
+    async def root(self, request: Request) -> Response:
+        """`POST /`: the JSON protocol's address, where the `sagemaker` control-plane calls arrive."""
+        if self.control_plane.is_control_plane(request):
+            return await self.control_plane.answer(request)
+        return await self.unknown(request)
+
     async def unknown(self, request: Request) -> Response:
         return error_response("UnknownOperationException",
                               f"{request.method} {request.url.path} is not a SageMaker runtime operation "
-                              f"served locally ({INVOKE}, {INVOKE_STREAM}).")
+                              f"served locally ({INVOKE}, {INVOKE_STREAM}; control-plane calls come as POST / "
+                              f"with X-Amz-Target: SageMaker.<Operation>).")
 
 
 def create_gateway(containers: Routes) -> Starlette:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import boto3
 import pytest
 
 from scripts.decision_client import (
@@ -13,7 +15,9 @@ from scripts.decision_client import (
     InvalidDecisionError,
     Option,
     Policy,
+    as_boto3_session,
     parse_decision,
+    runtime_client,
 )
 
 SAMPLE = Path(__file__).resolve().parents[2] / "scripts" / "payloads" / "decision.json"
@@ -186,3 +190,12 @@ def test_policy_refuses_an_unknown_warning_mode() -> None:
         Policy(threshold=0.5, fallback="x", on_warning="retry")
     with pytest.raises(ValueError, match="collection"):
         Policy(threshold=0.5, fallback="x", on_warning="fallback", warning_codes="near_tie")  # type: ignore[arg-type]
+
+
+def test_sessions_accepted_are_boto3_or_an_sdk_session_holding_one() -> None:
+    boto_session = boto3.Session(region_name="eu-west-1")
+    assert as_boto3_session(boto_session) is boto_session
+    assert as_boto3_session(SimpleNamespace(boto_session=boto_session)) is boto_session  # the SDK Session's shape
+    assert isinstance(as_boto3_session(None), boto3.Session)
+    with pytest.raises(TypeError, match=r"a boto3\.Session or a sagemaker Session, got str"):
+        runtime_client(session="eu-west-1")

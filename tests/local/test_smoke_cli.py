@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,24 @@ def test_local_smoke_passes(local_endpoints: Any, args: list[str]) -> None:
     line = result.stdout.strip()
     assert line.startswith(f"smoke {' '.join(args)}: OK: local-{args[0]}: ")
     assert " s" in line and ("streamed" in line if "--stream" in args else True)
+
+
+def test_aws_path_runs_unchanged_against_the_gateway_through_botocores_endpoint_variables(
+        local_endpoints: Any) -> None:
+    """No --local: smoke waits on DescribeEndpoint (the gateway's control plane) and invokes, as against AWS."""
+    env = {**os.environ, "AWS_ENDPOINT_URL_SAGEMAKER": local_endpoints.url,
+           "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": local_endpoints.url, "AWS_ACCESS_KEY_ID": "local",
+           "AWS_SECRET_ACCESS_KEY": "local"}
+    result = subprocess.run([sys.executable, "-m", "scripts.smoke", "decision", "--endpoint", "local-decision",
+                             "--region", "us-east-1"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                            check=False, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("smoke decision: OK: local-decision: decided in ")
+    missing = subprocess.run([sys.executable, "-m", "scripts.smoke", "chat", "--endpoint", "local-nope",
+                              "--region", "us-east-1"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                             check=False, env=env)
+    assert missing.returncode == 1
+    assert 'FAILED: endpoint local-nope: Could not find endpoint "local-nope".' in missing.stderr
 
 
 def test_unknown_endpoint_fails_with_the_reason(local_endpoints: Any) -> None:

@@ -292,17 +292,33 @@ def _model_busy_retry(max_attempts: int) -> Callable[..., float | None]:
     return handler
 
 
-def runtime_client(*, session: boto3.Session | None = None, region_name: str | None = None,
+def as_boto3_session(session: Any = None) -> Any:
+    """What to build clients from: the default chain (None), a boto3 Session (or anything with its `client`), or
+    the sagemaker SDK's session (`sagemaker.core.helper.session_helper.Session`), whose credentials and region
+    are its `.boto_session`.
+
+    sagemaker-core's resources (`Endpoint.get(name, session=...)`) take a boto3 Session themselves, so code that
+    uses the SDK passes the same session here and both sign alike.
+    """
+    if session is None:
+        return boto3.Session()
+    boto_session = getattr(session, "boto_session", session)
+    if not callable(getattr(boto_session, "client", None)):
+        raise TypeError(f"session must be a boto3.Session or a sagemaker Session, got {type(session).__name__}")
+    return boto_session
+
+
+def runtime_client(*, session: Any = None, region_name: str | None = None,
                    endpoint_url: str | None = None, max_attempts: int = 5, retry_mode: str = "standard",
                    read_timeout_s: float = 70.0) -> Any:
     """A sagemaker-runtime client with botocore's retries (and the busy-container hook).
 
-    The read timeout is above SageMaker's 60 s invocation limit, as AWS advises.
+    `session`: see `as_boto3_session`. The read timeout is above SageMaker's 60 s invocation limit, as AWS advises.
     """
     config = Config(retries={"mode": retry_mode, "total_max_attempts": max_attempts},
                     connect_timeout=5, read_timeout=read_timeout_s)
-    client = (session or boto3.Session()).client("sagemaker-runtime", region_name=region_name,
-                                                 endpoint_url=endpoint_url, config=config)
+    client = as_boto3_session(session).client("sagemaker-runtime", region_name=region_name,
+                                              endpoint_url=endpoint_url, config=config)
     client.meta.events.register("needs-retry.sagemaker-runtime.InvokeEndpoint",
                                 _model_busy_retry(max_attempts))
     return client
