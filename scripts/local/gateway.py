@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .control_plane import ControlPlane
 from .eventstream import payload_part, stream_exception
 from .proxy import closing_client, open_stream
 from .sagemaker_errors import (
@@ -40,8 +41,6 @@ from .sagemaker_errors import (
     no_components,
     request_id,
 )
-
-from .control_plane import ControlPlane
 
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 COMPONENT_HEADER = "x-amzn-sagemaker-inference-component"  # boto3's InferenceComponentName
