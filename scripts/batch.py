@@ -56,6 +56,7 @@ from .smoke import (
     Poller,
     SmokeFailure,
     deployment_defaults,
+    environment_region,
     stack_outputs,
 )
 from .usage import command_parser
@@ -169,7 +170,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def make_session(args: argparse.Namespace) -> Any:
     if args.local:
         return boto3.Session(region_name=args.region or LOCAL_REGION, **LOCAL_CREDENTIALS)
-    region = args.region or (deployment_defaults(args.env)[1] if args.env else None)
+    try:
+        region = args.region or (environment_region(args.env) if args.env else None)
+    except SmokeFailure as error:  # an environment cdk.json does not define: say so, not boto3's region message
+        raise BatchRefused(str(error)) from None
     return boto3.Session(region_name=region)
 
 

@@ -24,6 +24,16 @@ def test_an_environment_cdk_json_does_not_define_is_named_with_the_ones_it_does(
     assert "You must specify a region" not in result.stderr
 
 
+def test_the_batch_cli_names_an_undefined_environment_too(tmp_path: Path) -> None:
+    cases = REPO / "tests" / "data" / "decisions_small.jsonl"
+    result = subprocess.run([sys.executable, "-m", "scripts.batch", str(cases), "-o", str(tmp_path / "out.jsonl"),
+                             "--transform", "--env", "staging"], cwd=REPO, capture_output=True, text=True,
+                            timeout=60, check=False, env={"PATH": "/usr/bin"})
+    assert result.returncode == 2, result.stderr
+    assert "'staging' is not defined in" in result.stderr and "You must specify a region" not in result.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 def test_environment_region_reads_cdk_json_and_leaves_boto3_its_region_without_one(tmp_path: Path) -> None:
     cdk_json = tmp_path / "cdk.json"
     cdk_json.write_text(json.dumps({"context": {"semif": {"app_name": "acme", "environments": {
