@@ -36,16 +36,28 @@ if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$requirements_key" ];
   echo "$requirements_key" > "$VENV/.requirements.sha256"
 fi
 
-# A tool whose dependency tree would fight our pins gets a venv of its own, from a fully pinned freeze,
-# rebuilt only when that file (or the Python) changes: pinned_venv VENV REQUIREMENTS WHAT.
+# A tool whose dependency tree would fight our pins gets a venv of its own, from a fully pinned freeze. It
+# holds nothing of the checkout, so it lives once per user in the cache (as the llama.cpp build does), keyed by
+# that file and the Python, and the checkout's VENV is a link to it: a fresh clone links instead of reinstalling
+# about 1 GB. pinned_venv VENV REQUIREMENTS WHAT.
+CACHE_DIR="${SEMIF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/semif-sagemaker}"
 pinned_venv() {
-  local venv=$1 requirements=$2 what=$3 key
+  local venv=$1 requirements=$2 what=$3 key target
   key=$(fingerprint "$requirements" <("$PYTHON" --version))
-  if [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$key" ]; then
-    step "installing $what into $venv"
-    "$PYTHON" -m venv --clear "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-    echo "$key" > "$venv/.requirements.sha256"
+  target="$CACHE_DIR/venvs/${venv#.}-${key:0:16}"
+  mkdir -p "$CACHE_DIR/venvs"
+  (
+    flock 9  # two checkouts bootstrapping at once build it once
+    if [ "$(cat "$target/.requirements.sha256" 2>/dev/null)" != "$key" ]; then
+      step "installing $what into $target"
+      "$PYTHON" -m venv --clear "$target"
+      "$target/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+      echo "$key" > "$target/.requirements.sha256"
+    fi
+  ) 9> "$target.lock"
+  if [ "$(readlink "$venv" 2>/dev/null)" != "$target" ]; then
+    rm -rf "$venv"
+    ln -s "$target" "$venv"
   fi
 }
 # checkov: the template scanner of tests/security.

@@ -90,14 +90,22 @@ def long_batch(make_decision, count: int, tag: str) -> str:
                                             options=OPTIONS)) + "\n" for i in range(count))
 
 
+def batch_in_background(url: str, content: str, timeout_s: float) -> tuple[threading.Thread, dict[str, httpx.Response]]:
+    """A JSON Lines batch posted from a thread, given a second to be read and admitted; its response lands in
+    the dict under "batch" once the thread is joined."""
+    outcome: dict[str, httpx.Response] = {}
+    batch = threading.Thread(target=lambda: outcome.update(batch=httpx.post(
+        url + "/invocations", content=content, headers=JSONL, timeout=timeout_s)))
+    batch.start()
+    time.sleep(1.0)  # its body is read and admitted within milliseconds; its decisions take seconds
+    return batch, outcome
+
+
 def test_a_batch_counts_against_the_queue_by_its_decisions(start_adapter, make_decision):
     process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_QUEUE_SIZE": "4"})
     process.wait_ready()
-    outcome: dict[str, httpx.Response] = {}
-    batch = threading.Thread(target=lambda: outcome.update(batch=httpx.post(
-        process.url + "/invocations", content=long_batch(make_decision, 6, "big"), headers=JSONL, timeout=300)))
-    batch.start()  # 6 decisions: more than the queue holds, admitted because nothing else was
-    time.sleep(1.0)  # its body is read and admitted within milliseconds; its decisions take seconds
+    # 6 decisions: more than the queue holds, admitted because nothing else was
+    batch, outcome = batch_in_background(process.url, long_batch(make_decision, 6, "big"), 300)
     started = time.monotonic()
     single = httpx.post(process.url + "/invocations", json=make_decision(), timeout=60)
     ping = httpx.get(process.url + "/ping", timeout=2)
@@ -111,11 +119,7 @@ def test_a_batch_counts_against_the_queue_by_its_decisions(start_adapter, make_d
 def test_sigterm_hands_back_the_lines_a_batch_could_not_finish(start_adapter, make_decision):
     process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_DRAIN_SECONDS": "2"})
     process.wait_ready()
-    outcome: dict[str, httpx.Response] = {}
-    batch = threading.Thread(target=lambda: outcome.update(batch=httpx.post(
-        process.url + "/invocations", content=long_batch(make_decision, 40, "drain"), headers=JSONL, timeout=120)))
-    batch.start()
-    time.sleep(1.0)  # the batch is running
+    batch, outcome = batch_in_background(process.url, long_batch(make_decision, 40, "drain"), 120)  # running
     stopped = time.monotonic()
     process.proc.send_signal(signal.SIGTERM)
     batch.join(60)

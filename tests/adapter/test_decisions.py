@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 
 import httpx
 import numpy as np
+from support.decisions import decide, decide_together
 
 SAME_STATE = "Order 7781: the parcel left the warehouse on Monday; tracking has not updated for 9 days."
-
-
-def decide(client: httpx.Client, body: dict) -> dict:
-    response = client.post("/invocations", json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def fresh_state(client: httpx.Client, make_decision) -> None:
@@ -79,13 +73,7 @@ def test_same_numbers_alone_and_under_8_concurrent_clients(adapter, client, make
                                      ("sales", "Sales")]) for i in range(8)]
     alone = [decide(client, body)["probabilities"] for body in bodies]
 
-    async def together() -> list[dict]:
-        async with httpx.AsyncClient(base_url=adapter.url, timeout=120) as session:
-            responses = await asyncio.gather(*(session.post("/invocations", json=b) for b in bodies))
-        assert [r.status_code for r in responses] == [200] * 8
-        return [r.json() for r in responses]
-
-    concurrent = asyncio.run(together())
+    concurrent = decide_together(adapter.url, bodies)
     assert [r["probabilities"] for r in concurrent] == alone
     assert max(r["timing"]["queue_ms"] for r in concurrent) > 0
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 
 import httpx
 import numpy as np
 import pytest
+from support.decisions import decide, decide_together
 
 from semif_adapter.calibration import parse_calibration
 from semif_adapter.embedded_model import embedded_model_path
@@ -19,12 +19,6 @@ OPTIONS = [("billing", "Billing: charges, invoices and refunds"), ("shipping", "
            ("technical", "Technical support: errors and crashes"), ("sales", "Sales: prices and new orders")]
 STATE = "I was charged twice for my March invoice, please refund one of the charges."
 QUESTION = "Which team should handle this ticket?"
-
-
-def decide(client: httpx.Client, body: dict) -> dict:
-    response = client.post("/invocations", json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def by_id(answer: dict, key: str = "option_logits") -> dict[str, float]:
@@ -65,13 +59,7 @@ def test_same_numbers_cached_uncached_and_under_8_concurrent_clients(adapter, cl
     assert {a["timing"]["cache_source"] for a in again} == {"host"}
     assert all(a["timing"]["cached_tokens"] > f["timing"]["cached_tokens"] for a, f in zip(again, fresh, strict=True))
 
-    async def together() -> list[dict]:
-        async with httpx.AsyncClient(base_url=adapter.url, timeout=120) as session:
-            responses = await asyncio.gather(*(session.post("/invocations", json=b) for b in bodies))
-        assert [r.status_code for r in responses] == [200] * 8
-        return [r.json() for r in responses]
-
-    concurrent = asyncio.run(together())
+    concurrent = decide_together(adapter.url, bodies)
     for answers in (again, concurrent):
         assert [a["probabilities"] for a in answers] == [f["probabilities"] for f in fresh]
         assert [a["option_logits"] for a in answers] == [f["option_logits"] for f in fresh]
