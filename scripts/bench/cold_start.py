@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 
 from ..local.endpoints import container_env, start_decision_container
+from ..local.processes import http_status, wait_until
+from ..reliability.servers import Server
 from ..stats import summarize
 
 POLL_S = 0.02
@@ -38,16 +40,18 @@ def one_round(model: Path, log_dir: Path) -> dict[str, Any]:
     env = {**container_env(os.environ, model), "SEMIF_RESULT_CACHE_ENTRIES": "0"}  # a repeat is decoded again
     container = start_decision_container("cold-start", env, log_dir)
     try:
+        wait_until(lambda: http_status(f"{container.url}/ping") == 200, timeout_s=START_TIMEOUT_S,
+                   what=f"{container.child.name} /ping", alive=container.child.alive, interval_s=POLL_S)
+        ping_s = time.perf_counter() - started
         with httpx.Client(timeout=60) as client:
-            ping_s = _wait_for_ping(client, container.url, started)
             answers, payload = {}, json.loads(PAYLOAD.read_text())
             for method in METHODS:
                 answers[method] = _answer(client, container.url, {**payload, "scoring": method})
             first_answer_s = time.perf_counter() - started
-            for method in METHODS:  # the same decisions again, no longer the first: what the warm-up saved
+            for method in METHODS:  # the same decisions again (result cache off; state and baseline now cached)
                 answers[method]["warm_round_trip_ms"] = _answer(client, container.url,
                                                                 {**payload, "scoring": method})["round_trip_ms"]
-        ready = _ready_line(container.child.log_path)
+        ready = Server(container).ready_fields()
     finally:
         container.child.stop(30)
     return {"ping_s": round(ping_s, 3), "first_answers_s": round(first_answer_s, 3),
@@ -60,24 +64,6 @@ def _answer(client: httpx.Client, url: str, body: dict[str, Any]) -> dict[str, f
     response.raise_for_status()
     return {"round_trip_ms": round((time.perf_counter() - sent) * 1000, 1),
             "server_ms": response.json()["timing"]["total_ms"]}
-
-
-def _wait_for_ping(client: httpx.Client, url: str, started: float) -> float:
-    while time.perf_counter() - started < START_TIMEOUT_S:
-        try:
-            if client.get(f"{url}/ping", timeout=1).status_code == 200:
-                return time.perf_counter() - started
-        except httpx.TransportError:
-            pass
-        time.sleep(POLL_S)
-    raise TimeoutError(f"/ping not 200 within {START_TIMEOUT_S:.0f} s")
-
-
-def _ready_line(log_path: Path | None) -> dict[str, Any]:
-    for line in (log_path.read_text(errors="replace").splitlines() if log_path else []):
-        if '"event": "ready"' in line:
-            return json.loads(line)
-    return {}
 
 
 def report(rounds: list[dict[str, Any]], model: Path) -> dict[str, Any]:
