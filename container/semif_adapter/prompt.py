@@ -8,11 +8,12 @@ Each scoring method words it its own way (`methods.py` says which builder it use
   assistant's answer. Measured on the labelled set, listing the options in the user message hurt (pmi 0.42 vs
   0.62 accuracy): the small model then copies whichever option it read first.
 
-Every prompt is cut into the same four parts: head (template + system text, constant per method), state,
-common (the criterion, and whatever all branches share) and one branch per scored continuation. The cuts sit
-where the tokenizer's pre-split already breaks (before a space that precedes punctuation, after a comma), so the
-pieces tokenized one by one give exactly the tokens of the whole prompt, and a piece's tokens and KV entries do
-not depend on its neighbours: cached and uncached scores are the same numbers.
+Every prompt is cut into the same four parts: head (template + system text, constant per method), state (the
+evidence and the criterion's key, the text every question about it shares), common (the criterion's value, and
+whatever all branches share) and one branch per scored continuation. The cuts sit where the tokenizer's pre-split
+already breaks (before a space that precedes punctuation), so the pieces tokenized one by one give exactly the
+tokens of the whole prompt, and a piece's tokens and KV entries do not depend on its neighbours: cached and
+uncached scores are the same numbers.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from dataclasses import dataclass, replace
 from .request_schema import Debias, DecisionRequest
 
 SLOT_LETTERS = "ABCDEFGHIJKLMNOP"  # one single-token slot label per option, at most 16
-LETTERS_VERSION = "semif-options-v2"  # v1: the same text, cut where BPE merges were lost (about 5 more tokens)
-ANSWERS_VERSION = "semif-answers-v1"
+# v3 / answers-v2: the same text as v2 / v1, the criterion's key moved from the question's piece into the cached
+# state's (a follow-up question evaluates 4 tokens fewer); v1: cut where BPE merges were lost (about 5 more tokens)
+LETTERS_VERSION = "semif-options-v3"
+ANSWERS_VERSION = "semif-answers-v2"
+CRITERION_KEY = ' "criterion":'  # ends the state piece: the same for every question, so cached with the state
 LETTERS_SYSTEM_TEXT = (
     "You are a decision function. Apply the criterion to the evidence and choose exactly one of "
     "the listed options. Answer with the option's letter only, without any explanation."
@@ -111,8 +115,14 @@ def _quoted(text: str) -> str:
 
 
 def state_piece(state: object) -> str:
-    """` <evidence>,`: starts with a space before punctuation and ends with a comma, so both cuts are clean."""
-    return " " + canonical_state(state) + ","
+    """` <evidence>, "criterion":`: begins with a space before punctuation, and ends before one (the criterion's
+    value is ` "..."`), so both cuts are clean; the key rides in the cached piece because every question has it."""
+    return " " + canonical_state(state) + "," + CRITERION_KEY
+
+
+def criterion_value(question: str) -> str:
+    """The criterion's value as the question's piece begins: ` "<question>"`."""
+    return " " + _quoted(question)
 
 
 def canonical_order(request: DecisionRequest) -> list[int]:
@@ -133,7 +143,7 @@ def _orderings(request: DecisionRequest) -> list[tuple[int, ...]]:
 def letters_plan(frame: ChatFrame, request: DecisionRequest) -> PromptPlan:
     """SemIf's prompt: the lettered options; one branch per ordering (two or more only with debias=permute)."""
     decision = request.decision
-    common = (Text(' "criterion": ' + _quoted(decision.question) + ","),)
+    common = (Text(criterion_value(decision.question) + ","),)
     branches = []
     for order in _orderings(request):
         listed = ", ".join(f'{{"letter": "{SLOT_LETTERS[slot]}", "description": '
@@ -153,7 +163,7 @@ def answers_plan(frame: ChatFrame, request: DecisionRequest, *, content_free: bo
     """
     decision = request.decision
     order = canonical_order(request)
-    common = (Text(' "criterion": ' + _quoted(decision.question) + "}"), Text(frame.suffix, template=True))
+    common = (Text(criterion_value(decision.question) + "}"), Text(frame.suffix, template=True))
     branches = tuple(Branch(order=(index,), texts=(Text(decision.options[index].description),)) for index in order)
     state = state_piece(CONTENT_FREE_EVIDENCE if content_free else decision.state)
     plan = PromptPlan(head=frame.head, state=state, common=common, branches=branches, version=ANSWERS_VERSION,

@@ -32,7 +32,7 @@ def test_response_shape_and_probabilities(client, make_decision):
     assert (model["file"], model["architecture"], model["quantization"]) == \
         ("SmolLM2-135M-Instruct.Q4_1.gguf", "llama", "Q4_1")
     assert len(model["sha256"]) == 64 and model["context"] == 4096
-    assert result["prompt"]["version"] == "semif-options-v2" and len(result["prompt"]["sha256"]) == 64
+    assert result["prompt"]["version"] == "semif-options-v3" and len(result["prompt"]["sha256"]) == 64
 
 
 def test_probabilities_are_softmax_of_logits_over_temperature(client, make_decision):

@@ -33,9 +33,9 @@ def test_each_method_answers_with_its_own_prompt_and_fields(client, make_decisio
     assert np.allclose(answer["probabilities"], softmax(np.array(answer["option_logits"])), atol=1e-12)
     version = answer["prompt"]["version"]
     if method == "letters":
-        assert version == "semif-options-v2" and 0 < answer["allowed_token_mass"] <= 1
+        assert version == "semif-options-v3" and 0 < answer["allowed_token_mass"] <= 1
     else:
-        assert version == "semif-answers-v1" and answer["allowed_token_mass"] is None
+        assert version == "semif-answers-v2" and answer["allowed_token_mass"] is None
         assert all(value < 0 for value in answer["option_logits"]) or method == "pmi"  # log-probabilities
     assert isinstance(answer["warnings"], list)
 

@@ -36,10 +36,12 @@ def test_prompt_is_the_json_user_message_inside_the_template():
 
 
 def test_cuts_sit_where_the_pre_split_breaks():
-    """Each user piece starts with a space before punctuation and the pieces before it end in punctuation."""
+    """Each user piece starts with a space before punctuation and the pieces before it end in punctuation;
+    the criterion's key ends the cached state piece, so every question about a state reuses it."""
     for plan in (letters_plan(FRAME, request(["x", "y"])), answers_plan(FRAME, request(["x", "y"]))):
-        assert plan.head.endswith('"evidence":') and plan.state.startswith(" {") and plan.state.endswith(",")
-        assert plan.common[0].text.startswith(' "criterion": ') and not plan.common[0].template
+        assert plan.head.endswith('"evidence":') and plan.state.startswith(" {")
+        assert plan.state.endswith(', "criterion":')
+        assert plan.common[0].text.startswith(' "Which?"') and not plan.common[0].template
     letters = letters_plan(FRAME, request(["x", "y"]))
     assert letters.common[0].text.endswith(",") and letters.branches[0].texts[0].text.startswith(' "options": [')
     assert letters.branches[0].texts[1] == type(letters.branches[0].texts[1])(FRAME.suffix, template=True)
@@ -55,7 +57,7 @@ def test_answers_prompt_holds_evidence_and_criterion_and_scores_each_text_canoni
     assert user == {"evidence": {"a": [1, 2], "b": 1}, "criterion": "Which?"}  # the options are not listed
     assert forward.common[1].template and forward.common[1].text == FRAME.suffix
     baseline = answers_plan(FRAME, request(["c", "a", "b"]), content_free=True)
-    assert baseline.state == ' "N/A",' and baseline.common == forward.common
+    assert baseline.state == ' "N/A", "criterion":' and baseline.common == forward.common
 
 
 def test_permute_rotates_a_canonical_order_so_input_order_does_not_matter():
