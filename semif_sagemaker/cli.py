@@ -114,10 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = top_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     name, command = args.command, COMMANDS[args.command]
     usage.COMMAND = f"{PROG} {name}"
-    if command.needs_checkout and checkout_root() is None and HELP & set(args.args):
-        print(offline_help(name, command))
-        return 0
     if command.needs_checkout and checkout_root() is None:
+        if HELP & set(args.args):
+            print(offline_help(name, command))
+            return 0
         print(f"{PROG} {name}: runs only in a clone of the semif-sagemaker repository ({command.needs_checkout}); "
               f"run it there: `{PROG} {name}` or `python -m scripts.{command.module}`", file=sys.stderr)
         return 2
