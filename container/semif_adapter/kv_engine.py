@@ -1,7 +1,8 @@
 """Plan tokens -> KV cache -> the logits a scoring method asked for. Method-agnostic.
 
 Sequence 0 of the KV cache holds a prefix (head, state) in cells [0, n): either still there from the previous
-request, restored from the host-memory `PrefixCache`, or evaluated now (and then saved there). The rest is
+request, restored from the host-memory `PrefixCache`, or evaluated now (and then saved there); a new state that
+opens like the held one keeps that opening where `partial_reuse` shows it to be exact. The rest is
 evaluated fresh on every request, always at the same boundaries: the common part (the criterion...), then the
 branches, one sequence id each, sharing the prefix and common cells through `llama_memory_seq_cp` and decoded
 together in as few calls as the batch allows, in the plan's fixed order. llama.cpp's CPU kernels round
@@ -13,6 +14,7 @@ part. After every request, errors included, the cache holds only sequence 0's pr
 from __future__ import annotations
 
 import ctypes
+import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ import llama_cpp
 import numpy as np
 
 from .llama_runtime import MAX_BRANCHES, LlamaRuntime
+from .partial_reuse import ReuseRule, common_prefix, verify_on
 from .prefix_cache import PrefixCache, SavedPrefix
 from .tokens import PlanTokens, PromptTooLongError
 
@@ -82,7 +85,8 @@ class DecisionEngine:
     def __init__(self, runtime: LlamaRuntime, cache: PrefixCache) -> None:
         self.runtime = runtime
         self.cache = cache
-        self._live: tuple[tuple[str, int], ...] = ()  # (text, token count) of the chunks sequence 0 holds
+        self._live: tuple[tuple[str, Sequence[int]], ...] = ()  # (text, tokens) of the chunks sequence 0 holds
+        self.reuse = ReuseRule(runtime.n_ubatch, enabled=False)
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
         self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, MAX_BRANCHES)
 
@@ -110,6 +114,31 @@ class DecisionEngine:
                             evaluated_tokens=needed - cached, cached_tokens=cached, cache_source=source,
                             restore_ms=restore_ms, forward_ms=(time.perf_counter() - started) * 1000 - restore_ms)
 
+    def enable_partial_reuse(self, probe_tokens: Sequence[int]) -> list[str]:
+        """Start-up: turn partial reuse on if this model's kernels reproduce split decodes bit for bit.
+
+        Returns why it stays off (empty: on). Clears the KV cache.
+        """
+        if not self.runtime.cpu_only:
+            return ["layers run on a GPU, whose kernels follow other rules"]
+        if self.runtime.n_batch % self.runtime.n_ubatch:
+            return [f"the batch ({self.runtime.n_batch}) is not a whole number of ubatches ({self.runtime.n_ubatch})"]
+        problems = verify_on(self.split_decode, probe_tokens)
+        self.reuse = ReuseRule(self.runtime.n_ubatch, enabled=not problems)
+        return problems
+
+    def split_decode(self, tokens: Sequence[int], splits: Sequence[int]) -> np.ndarray:
+        """The last token's logits after decoding `tokens` from an empty cache in calls starting at `splits`."""
+        self._forget()
+        bounds, everything = (0, *splits, len(tokens)), tuple(range(self.runtime.vocab_size))
+        try:
+            for start, end in itertools.pairwise(bounds):
+                last = {end - start - 1: everything} if end == len(tokens) else {}
+                found = self._decode([_Piece(0, start, tokens[start:end], last, -1)])
+            return found[-1][len(tokens) - 1].values
+        finally:
+            self._forget()
+
     def close(self) -> None:
         if self._batch is not None:
             llama_cpp.llama_batch_free(self._batch)
@@ -130,6 +159,8 @@ class DecisionEngine:
             self._restore(saved, planned.chunks)
             return planned.prefix, "host", (time.perf_counter() - started) * 1000
         head_key, (head_text, head_tokens) = key[:1], planned.chunks[0]
+        if self._held()[:1] == head_key and (kept := self._keep_opening(planned)):
+            return len(head_tokens) + kept, "kv", 0.0
         if self._held()[:1] == head_key:
             self._trim(1)
             source, restore_ms = "kv", 0.0
@@ -139,22 +170,40 @@ class DecisionEngine:
         else:  # a head never seen: once per scoring method and process (warm-up)
             self._forget()
             self._decode([_Piece(0, 0, head_tokens, {}, -1)])
-            self._live = ((head_text, len(head_tokens)),)
+            self._live = ((head_text, head_tokens),)
             self._save(head_key, len(head_tokens), pinned=True)
             source, restore_ms = "none", 0.0
-        state_text, state_tokens = planned.chunks[1]
-        self._decode([_Piece(0, len(head_tokens), state_tokens, {}, -1)])
-        self._live = (*self._live, (state_text, len(state_tokens)))
-        self._save(key, planned.prefix)
+        self._decode_state(planned, 0)
         return (len(head_tokens) if source != "none" else 0), source, restore_ms
 
-    def _trim(self, chunks: int) -> None:
+    def _keep_opening(self, planned: PlanTokens) -> int:
+        """Keep the opening the held state shares with the plan's, where exact; returns the state tokens kept."""
+        if len(self._live) != 2:
+            return 0
+        held, state = self._live[1][1], planned.chunks[1][1]
+        kept = self.reuse.keep(len(held), common_prefix(held, state), len(state))
+        if kept:
+            self._trim(1, kept)
+            self._decode_state(planned, kept)
+        return kept
+
+    def _decode_state(self, planned: PlanTokens, kept: int) -> None:
+        """Evaluate the state after the head and its first `kept` tokens, in calls that end on the ubatch grid."""
+        (_, head_tokens), (state_text, state_tokens) = planned.chunks
+        cuts = self.reuse.cuts(kept, len(state_tokens)) if kept else (0,)
+        for start, end in itertools.pairwise((*cuts, len(state_tokens))):
+            self._decode([_Piece(0, len(head_tokens) + start, state_tokens[start:end], {}, -1)])
+        self._live = (self._live[0], (state_text, state_tokens))
+        self._save(planned.key, planned.prefix)
+
+    def _trim(self, chunks: int, extra: int = 0) -> None:
+        """Keep the first `chunks` chunks and `extra` tokens of the next one."""
         self._live = self._live[:chunks]
-        if not llama_cpp.llama_memory_seq_rm(self.runtime.memory, 0, self._live_tokens(), -1):
+        if not llama_cpp.llama_memory_seq_rm(self.runtime.memory, 0, self._live_tokens() + extra, -1):
             raise RuntimeError("llama.cpp could not trim the cached prefix")
 
     def _live_tokens(self) -> int:
-        return sum(count for _, count in self._live)
+        return sum(len(tokens) for _, tokens in self._live)
 
     def _forget(self) -> None:
         llama_cpp.llama_memory_clear(self.runtime.memory, False)
@@ -177,7 +226,7 @@ class DecisionEngine:
         if read != saved.size:
             self._forget()
             raise RuntimeError(f"llama.cpp restored {read} of {saved.size} bytes of a cached prefix")
-        self._live = tuple((text, len(tokens)) for text, tokens in chunks)
+        self._live = tuple(chunks)
 
     # -- the suffix (common part and branches, evaluated on every request) ---------------------------------
     def _evaluate_suffix(self, planned: PlanTokens, reads: Reads,

@@ -117,6 +117,9 @@ class LlamaRuntime:
         self.memory = llama_cpp.llama_get_memory(self.context)
         self.n_ctx = int(llama_cpp.llama_n_ctx(self.context))
         self.n_batch = int(llama_cpp.llama_n_batch(self.context))
+        self.n_ubatch = int(llama_cpp.llama_n_ubatch(self.context))
+        # no layer on a GPU: the CPU kernels' rules (partial_reuse) apply to every token
+        self.cpu_only = not llama_cpp.llama_supports_gpu_offload() or settings.n_gpu_layers == 0
         self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
         heads = max(1, int(llama_cpp.llama_model_n_head(self.model)))
         kv_heads = int(llama_cpp.llama_model_n_head_kv(self.model))

@@ -123,11 +123,17 @@ class DecisionService:
             LOG.warning("prompt pieces do not add up to the whole prompt's tokens for this model's tokenizer; "
                         "scores stay deterministic, prompts read a few more tokens",
                         extra={"fields": {"problems": inexact[:4]}})
+        reuse_off = self._engine.enable_partial_reuse(
+            [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()])
+        if reuse_off:
+            LOG.info("a held state's shared opening is never kept (scores stay exact, states read a few more "
+                     "tokens)", extra={"fields": {"why": reuse_off[:4]}})
         warm = [self._decide(DecisionRequest(decision=WARMUP_DECISION, scoring=Scoring(name)), time.perf_counter())
                 for name in self._methods]  # /ping must not say 200 before every method works
         LOG.info("ready", extra={"fields": {
             "model": self._identity.document, "model_hash_ms": round(model.hash_ms, 1),
             "load_ms": round((time.perf_counter() - started) * 1000, 1), "exact_tokens": not inexact,
+            "partial_reuse": not reuse_off,
             "default_scoring": self.settings.scoring, "warmup_prompt_tokens": warm[0].prompt_tokens,
             "head_tokens": {name: len(tokenizer.head(frame.head)) for name, frame in
                             (("letters", letters_frame), ("likelihood", answers_frame), ("pmi", answers_frame))},

@@ -23,6 +23,7 @@ from semif_adapter.integrity import digest
 from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
 from semif_adapter.methods import Letters, Work
+from semif_adapter.partial_reuse import ReuseRule, common_prefix
 from semif_adapter.prefix_cache import PrefixCache
 from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, PromptPlan
 from semif_adapter.request_schema import DecisionRequest, parse_request
@@ -116,14 +117,24 @@ def _joined(chunks: tuple[tuple[str, tuple[int, ...]], ...]) -> list[int]:
     return [token for _, tokens in chunks for token in tokens]
 
 
-def floor_ms(model: Model, tokens: PlanTokens, cached_chunks: int) -> float:
-    """Decode time of the tokens a decision computes when its first `cached_chunks` chunks are cached."""
+def kept_opening(model: Model, held: PlanTokens | None, tokens: PlanTokens) -> int:
+    """State tokens the adapter keeps from the `held` request's state (`partial_reuse`, as its start-up enables it
+    on this machine); 0 when nothing was held, the head differs or the state is the same (then it is all kept)."""
+    if held is None or held.chunks[0] != tokens.chunks[0] or held.chunks[1] == tokens.chunks[1]:
+        return 0
+    before, now = held.chunks[1][1], tokens.chunks[1][1]
+    return ReuseRule(model.runtime.n_ubatch, enabled=True).keep(len(before), common_prefix(before, now), len(now))
+
+
+def floor_ms(model: Model, tokens: PlanTokens, cached_chunks: int, kept: int = 0) -> float:
+    """Decode time of the tokens a decision computes when its first `cached_chunks` chunks are cached (and the
+    first `kept` tokens of the next one)."""
     decoder = model.decoder
     decoder.clear()
-    cached = _joined(tokens.chunks[:cached_chunks])
+    cached = _joined(tokens.chunks[:cached_chunks]) + list(tokens.chunks[cached_chunks][1][:kept] if kept else ())
     if cached:
         decoder.decode([(0, 0, cached, False)])
-    rest = _joined(tokens.chunks[cached_chunks:]) + list(tokens.common)
+    rest = _joined(tokens.chunks[cached_chunks:])[kept:] + list(tokens.common)
     if len(tokens.branches) == 1:
         return decoder.decode([(0, len(cached), rest + list(tokens.branches[0]), True)]) * 1000
     spent = decoder.decode([(0, len(cached), rest, False)]) if rest else 0.0

@@ -20,7 +20,7 @@ from ..stats import summarize
 from . import completion, http_runs
 from .config import FRESH, Config, Scenario
 from .http_runs import Outcome
-from .inprocess import Model, SerialPrefix, floor_ms, reference_ms
+from .inprocess import Model, SerialPrefix, floor_ms, kept_opening, reference_ms
 from .workload import Spec
 
 SETTLE_S = 0.05  # libgomp spins a few ms after a parallel region before it sleeps
@@ -34,6 +34,8 @@ class Systems:
                  server: httpx.Client | None = None, serial: SerialPrefix | None = None) -> None:
         self.model, self.adapter, self.chat = model, adapter, chat
         self.server, self.serial = server, serial
+        self.kept: dict[Spec, int] = {}  # state tokens the adapter keeps from its previous request's state
+        self.last_adapter_spec: Spec | None = None
 
     def names(self, config: Config, scenario: Scenario) -> list[str]:
         names = ["floor", "adapter"]
@@ -52,12 +54,13 @@ class Systems:
 
     def measure(self, name: str, scenario: Scenario, spec: Spec) -> float | Outcome:
         if name == "floor":
-            return floor_ms(self.model, self.model.tokens(spec), scenario.cached_chunks)
+            return floor_ms(self.model, self.model.tokens(spec), scenario.cached_chunks, self.kept.get(spec, 0))
         if name == "floor_fresh":
             return floor_ms(self.model, self.model.tokens(spec), 0)
         if name == "reference":
             return reference_ms(self.model, spec)[0]
         if name == "adapter":
+            self.last_adapter_spec = spec
             return http_runs.post(self.adapter, "/invocations", http_runs.encode(spec))
         if name == "server":
             assert self.server is not None
@@ -69,9 +72,10 @@ class Systems:
         return http_runs.post(self.chat, "/v1/chat/completions", http_runs.chat_body(spec))
 
 
-def _tokens(model: Model, scenario: Scenario, specs: list[Spec]) -> dict[str, Any]:
+def _tokens(model: Model, scenario: Scenario, specs: list[Spec], kept: dict[Spec, int]) -> dict[str, Any]:
     planned = [model.tokens(spec) for spec in specs]
-    cached = [sum(len(t) for _, t in tokens.chunks[:scenario.cached_chunks]) for tokens in planned]
+    cached = [sum(len(t) for _, t in tokens.chunks[:scenario.cached_chunks]) + kept.get(spec, 0)
+              for spec, tokens in zip(specs, planned, strict=True)]
     first = planned[0]
     return {
         "head": len(first.chunks[0][1]),
@@ -82,6 +86,7 @@ def _tokens(model: Model, scenario: Scenario, specs: list[Spec]) -> dict[str, An
         "uncached": round(sum(t.prefix + len(t.common) - hit + sum(len(b) for b in t.branches)
                               for t, hit in zip(planned, cached, strict=True)) / len(planned)),
         "expected_cached": cached,
+        "kept_opening": [kept.get(spec, 0) for spec in specs],
     }
 
 
@@ -132,12 +137,17 @@ def paired_scenario(systems: Systems, config: Config, ordinal: int, scenario: Sc
         for name in names:
             systems.measure(name, scenario, spec)
     samples: dict[str, list[Any]] = {name: [] for name in names}
+    previous = systems.last_adapter_spec
+    for spec in measured:  # the adapter answers them in this order: each keeps the previous state's opening
+        if scenario.mode == FRESH and previous is not None:
+            systems.kept[spec] = kept_opening(systems.model, systems.model.tokens(previous), systems.model.tokens(spec))
+        previous = spec
     for index, spec in enumerate(measured):
         turn = index % len(names)
         for name in names[turn:] + names[:turn]:
             time.sleep(SETTLE_S)
             samples[name].append(systems.measure(name, scenario, spec))
-    result: dict[str, Any] = {"tokens": _tokens(systems.model, scenario, measured), "systems": names,
+    result: dict[str, Any] = {"tokens": _tokens(systems.model, scenario, measured, systems.kept), "systems": names,
                               "floor_ms": summarize(samples["floor"]),
                               "adapter": _adapter_summary(samples["adapter"])}
     if "floor_fresh" in samples:

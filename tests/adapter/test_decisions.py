@@ -57,7 +57,7 @@ def test_same_request_same_numbers_cached_or_not(client, make_decision):
 
 
 def test_same_state_other_question_reuses_the_prefix(client, make_decision):
-    state = SAME_STATE + " (seen here first)"  # in no cache yet: the host-memory cache keeps every state it saw
+    state = "(Seen here first) " + SAME_STATE  # in no cache, and opening unlike the state the KV cache holds
     first = decide(client, make_decision(state=state, question="Should we refund the customer now?"))
     second = decide(client, make_decision(state=state, question="Is the carrier at fault?"))
     head = first["timing"]["cached_tokens"]

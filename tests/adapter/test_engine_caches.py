@@ -18,6 +18,7 @@ from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import LlamaRuntime
 from semif_adapter.methods import Letters, Likelihood, Pmi, Work, answer_reads
+from semif_adapter.partial_reuse import PROBE_SPLITS, ReuseRule, verify_on
 from semif_adapter.prefix_cache import PrefixCache, SavedPrefix, default_budget
 from semif_adapter.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
 from semif_adapter.request_schema import DecisionRequest
@@ -45,6 +46,11 @@ class Engine:
         self.letters = Letters(letters_frame, runtime.slot_tokens(letters_frame))
         self.likelihood = Likelihood(runtime.chat_frame(None, ANSWERS_SYSTEM_TEXT))
         self.methods = {"letters": self.letters, "likelihood": self.likelihood, "pmi": Pmi(self.likelihood)}
+
+    def enable_partial_reuse(self) -> list[str]:
+        probes = [request_of(state, QUESTIONS[0]) for state in EXACTNESS_PROBES]
+        return self.engine.enable_partial_reuse([t for r in probes
+                                                 for t in self.tokenizer.tokens(self.letters.plan(r)).joined()])
 
     def score(self, method: str, state: object, question: str, options: list[dict] = OPTIONS) -> tuple:
         request = request_of(state, question, options)
@@ -139,3 +145,62 @@ def test_the_cache_is_bounded_in_bytes_and_pins_heads():
     assert cache.get(("head", "state 0")) is None and cache.get(("head", "state 19")) is not None
     assert not cache.put(("head", "too big"), saved(30_000))
     assert cache.get(("head",)) is not None  # however full, a head stays
+
+
+def test_the_reuse_rule_keeps_only_tokens_computed_in_the_class_the_uncached_grid_gives_them():
+    rule = ReuseRule(ubatch=512, enabled=True)
+    assert rule.keep(held=300, shared=10, total=200) == 10  # tiled then, tiled now, 190 tiled after
+    assert rule.keep(held=300, shared=10, total=70) == 6  # the rest must stay 64 tokens long
+    assert rule.keep(held=300, shared=10, total=40) == 0  # computed tiled, the uncached 40 would be row-by-row
+    assert rule.keep(held=40, shared=10, total=30) == 10 and rule.keep(held=40, shared=29, total=30) == 28
+    assert rule.keep(held=560, shared=530, total=600) == 512  # the held 48-token tail ubatch was row-by-row
+    assert rule.keep(held=700, shared=600, total=600) == 600  # a state that is the held one's opening
+    assert rule.keep(held=300, shared=0, total=200) == 0
+    assert ReuseRule(ubatch=512, enabled=False).keep(held=300, shared=10, total=200) == 0
+    assert rule.cuts(10, 200) == (10,) and rule.cuts(10, 700) == (10, 512) and rule.cuts(512, 700) == (512,)
+
+
+def test_the_start_up_probe_fails_where_a_split_crosses_a_kernel_class(runtime):
+    engine = Engine(runtime, 0)
+    assert engine.enable_partial_reuse() == [] and engine.engine.reuse.enabled
+    tokens = [t for s in EXACTNESS_PROBES for t in engine.tokenizer.tokens(engine.letters.plan(request_of(s, "Q?")))
+              .joined()]
+
+    def crossing(probe: list[int], splits: tuple[int, ...]) -> object:  # one more cut: a part too short to tile
+        return engine.engine.split_decode(probe, sorted({*splits, 20}) if splits else ())
+
+    problems = verify_on(crossing, tokens)
+    assert len(problems) == 1 and problems[0].startswith(f"{PROBE_SPLITS[0][0]} tokens split")  # not the row one
+    engine.close()
+
+
+def test_a_shared_opening_is_kept_where_exact_and_never_moves_a_number(runtime):
+    opening = "Ticket 1042 from a gold customer, account 88-231, region eu-west, channel email. "
+    words = ["the", "invoice", "for", "November", "was", "charged", "twice", "to", "card", "ending", "in", "and",
+             "they", "want", "one", "charge", "refunded", "before", "weekend", "with", "a", "written", "confirmation"]
+
+    def tail(seed: int, count: int) -> str:
+        return " ".join(random.Random(seed).choice(words) for _ in range(count))
+
+    long_shared = opening + tail(9, 560)
+    states = [opening + tail(1, 60), opening + tail(2, 80),  # tiled, then tiled: the opening kept
+              "Ticket 1042 " + tail(3, 12), "Ticket 1042 " + tail(4, 14),  # row after tiled: nothing; row after row
+              long_shared + tail(5, 20), long_shared + tail(6, 50),  # past one ubatch: tail ubatches tiled too
+              opening + tail(7, 580)]  # after a long one: the opening kept, the rest decoded up to the grid first
+    reference = {}
+    for index, state in enumerate(states):
+        llama_cpp.llama_memory_clear(runtime.memory, False)
+        reference[index] = Engine(runtime, 0).score("letters", state, QUESTIONS[0])[0]
+    llama_cpp.llama_memory_clear(runtime.memory, False)
+    engine = Engine(runtime, 0)
+    assert engine.enable_partial_reuse() == []
+    head = len(engine.tokenizer.tokens(engine.letters.plan(request_of(states[0], QUESTIONS[0]))).chunks[0][1])
+    kept = []
+    for index in (0, 1, 2, 3, 4, 5, 6, 1):
+        logits, source, cached = engine.score("letters", states[index], QUESTIONS[0])
+        assert logits == reference[index], index
+        kept.append(cached - head if source == "kv" else None)
+    assert kept[1] > 10 and kept[2] == 0 and kept[3] > 0 and kept[5] > 512 and 10 < kept[6] < 512, kept
+    total = len(engine.tokenizer.tokens(engine.letters.plan(request_of(states[6], QUESTIONS[0]))).chunks[1][1])
+    assert total > 512 and engine.engine.reuse.cuts(kept[6], total) == (kept[6], 512)  # two calls, the grid kept
+    engine.close()

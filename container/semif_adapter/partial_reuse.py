@@ -1,0 +1,109 @@
+"""How much of the state sequence 0 still holds a new state may keep without moving one bit of its scores.
+
+Two states often open alike (`Ticket 10..`, `{"customer": "`): llama-server keeps the longest common token prefix
+of its slot and evaluates only the rest. Doing the same is bit-identical only when every token's numbers are
+computed the way the uncached evaluation computes them, and llama.cpp's CPU kernels choose their way by the size
+of the ubatch a token is decoded in: flash attention runs a tiled kernel for ubatches of `TILE` (64,
+`GGML_FA_TILE_Q`) tokens or more and a row-by-row one below that, and a one-token ubatch takes other paths.
+Measured on the embedded model: every split of a prompt whose parts stay in one class gave the same logits
+bytes; splits that crossed a class moved logits by up to 0.8.
+
+The uncached evaluation decodes a state in one call, so its ubatches lie on a grid of `ubatch` tokens from the
+state's first token. A kept opening is safe when each of its tokens was computed (in the previous request, whose
+state followed the same rule) in the class the grid gives it now, and the rest is decoded in calls that end on
+the grid, so that only the first ubatch is shorter and it stays in its class. `verify_on` checks the premise on
+the loaded model at start-up with split points chosen to disagree (odd sizes, different offsets); partial reuse
+stays off if any split moves a bit, on a GPU (other kernels, other rules) and when the batch is not a whole
+number of ubatches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+TILE = 64  # GGML_FA_TILE_Q in the pinned llama.cpp (ggml-cpu/common.h)
+SINGLE, ROW, TILED = 1, 2, 3
+
+# (prompt length, split points): the tiled class at an odd offset (67 + 64), and 63 tokens, the row class's
+# largest, in parts of 2, 31 and 30, so that a tile threshold moved either way in a llama.cpp update shows; ~1 s
+PROBE_SPLITS: tuple[tuple[int, tuple[int, ...]], ...] = ((131, (67,)), (63, (2, 33)))
+
+Decode = Callable[[Sequence[int], Sequence[int]], np.ndarray]  # (tokens, split points) -> last token's logits
+
+
+def kernel_class(size: int) -> int:
+    """The way llama.cpp's CPU kernels compute the tokens of a ubatch of `size` tokens."""
+    return SINGLE if size == 1 else TILED if size >= TILE else ROW
+
+
+def common_prefix(held: Sequence[int], new: Sequence[int]) -> int:
+    """Length of the longest common token prefix."""
+    shared = 0
+    for a, b in zip(held, new, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared
+
+
+@dataclass(frozen=True)
+class ReuseRule:
+    """Partial reuse of a held state on one context: `enabled` only where the start-up probe said it is exact."""
+
+    ubatch: int
+    enabled: bool
+
+    def _ubatch_size(self, count: int, index: int) -> int:
+        return min(self.ubatch, count - index * self.ubatch)
+
+    def _opening_safe(self, held: int, total: int, keep: int) -> bool:
+        """Every kept token was computed in the class the uncached grid gives it."""
+        for index in range(-(-keep // self.ubatch)):
+            then, now = kernel_class(self._ubatch_size(held, index)), kernel_class(self._ubatch_size(total, index))
+            if then != now or now == SINGLE:
+                return False
+        return True
+
+    def _rest_safe(self, total: int, keep: int) -> bool:
+        """The shortened first ubatch of the rest stays in the class of the grid's ubatch it is part of."""
+        if keep == total:
+            return True
+        index = keep // self.ubatch
+        end = min((index + 1) * self.ubatch, total)
+        shortened, full = kernel_class(end - keep), kernel_class(end - index * self.ubatch)
+        return shortened == full != SINGLE
+
+    def keep(self, held: int, shared: int, total: int) -> int:
+        """Tokens of a `held`-token state to keep for a `total`-token state that shares its first `shared`."""
+        if not self.enabled or shared <= 0:
+            return 0
+        shared = min(shared, held, total)
+        index = shared // self.ubatch
+        end = min((index + 1) * self.ubatch, total)
+        margin = TILE if kernel_class(end - index * self.ubatch) == TILED else 2
+        for keep in sorted({shared, end - margin, index * self.ubatch}, reverse=True):
+            if 0 < keep <= shared and self._opening_safe(held, total, keep) and self._rest_safe(total, keep):
+                return keep
+        return 0
+
+    def cuts(self, keep: int, total: int) -> tuple[int, ...]:
+        """Where the rest's decode calls start: at `keep`, then at the next grid point (if one lies before the end)."""
+        grid = -(-keep // self.ubatch) * self.ubatch
+        return (keep, grid) if keep < grid < total else (keep,)
+
+
+def verify_on(decode: Decode, tokens: Sequence[int]) -> list[str]:
+    """Split decodes that do not reproduce the whole decode's logits bit for bit (empty: the premise holds)."""
+    problems = []
+    for length, splits in PROBE_SPLITS:
+        probe = list(tokens[:length])
+        if len(probe) < length:
+            return [f"{len(tokens)} probe tokens, {length} needed"]
+        whole, split = decode(probe, ()), decode(probe, splits)
+        if not np.array_equal(whole, split):
+            problems.append(f"{length} tokens split at {list(splits)}: max |logit difference| "
+                            f"{float(np.abs(whole - split).max()):.3g}")
+    return problems
