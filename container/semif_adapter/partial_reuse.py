@@ -5,16 +5,17 @@ of its slot and evaluates only the rest. Doing the same is bit-identical only wh
 computed the way the uncached evaluation computes them, and llama.cpp's CPU kernels choose their way by the size
 of the ubatch a token is decoded in: flash attention runs a tiled kernel for ubatches of `TILE` (64,
 `GGML_FA_TILE_Q`) tokens or more and a row-by-row one below that, and a one-token ubatch takes other paths.
-Measured on the embedded model: every split of a prompt whose parts stay in one class gave the same logits
-bytes; splits that crossed a class moved logits by up to 0.8.
+Measured on the embedded model (`scripts/bench/split_classes.py`): every split of a prompt into two tiled parts
+gave the whole decode's logits bytes; every split with a shorter part moved logits, by up to 0.86.
 
 The uncached evaluation decodes a state in one call, so its ubatches lie on a grid of `ubatch` tokens from the
-state's first token. A kept opening is safe when each of its tokens was computed (in the previous request, whose
-state followed the same rule) in the class the grid gives it now, and the rest is decoded in calls that end on
-the grid, so that only the first ubatch is shorter and it stays in its class. `verify_on` checks the premise on
-the loaded model at start-up with split points chosen to disagree (odd sizes, different offsets); partial reuse
-stays off if any split moves a bit, on a GPU (other kernels, other rules) and when the batch is not a whole
-number of ubatches.
+state's first token. A kept opening is safe when each of its ubatches was computed (in the request that left it,
+under the same rule) with the geometry the grid gives it now, or both times tiled, and the rest is decoded in
+calls that end on the grid, its first ubatch either the grid's own or shortened but still tiled. Only the tiled
+class is relied on, so a llama.cpp whose tile threshold moved down changes nothing; `verify_on` checks the class
+at start-up on the loaded model (a split at an odd offset, which a threshold moved up would break), and partial
+reuse stays off if a bit moves, on a GPU (other kernels, other rules) and when the batch is not a whole number of
+ubatches.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ import numpy as np
 TILE = 64  # GGML_FA_TILE_Q in the pinned llama.cpp (ggml-cpu/common.h)
 SINGLE, ROW, TILED = 1, 2, 3
 
-# (prompt length, split points): the tiled class at an odd offset (67 + 64), and 63 tokens, the row class's
-# largest, in parts of 2, 31 and 30, so that a tile threshold moved either way in a llama.cpp update shows; ~1 s
-PROBE_SPLITS: tuple[tuple[int, tuple[int, ...]], ...] = ((131, (67,)), (63, (2, 33)))
+# (prompt length, split points): two tiled parts at an odd offset (67 + 64); about 1 s on 2 cores
+PROBE_SPLITS: tuple[tuple[int, tuple[int, ...]], ...] = ((131, (67,)),)
 
 Decode = Callable[[Sequence[int], Sequence[int]], np.ndarray]  # (tokens, split points) -> last token's logits
 
@@ -60,21 +60,20 @@ class ReuseRule:
         return min(self.ubatch, count - index * self.ubatch)
 
     def _opening_safe(self, held: int, total: int, keep: int) -> bool:
-        """Every kept token was computed in the class the uncached grid gives it."""
+        """Every kept ubatch was computed as the uncached grid computes it: the same size, or tiled both times."""
         for index in range(-(-keep // self.ubatch)):
-            then, now = kernel_class(self._ubatch_size(held, index)), kernel_class(self._ubatch_size(total, index))
-            if then != now or now == SINGLE:
+            then, now = self._ubatch_size(held, index), self._ubatch_size(total, index)
+            if then != now and not kernel_class(then) == kernel_class(now) == TILED:
                 return False
         return True
 
     def _rest_safe(self, total: int, keep: int) -> bool:
-        """The shortened first ubatch of the rest stays in the class of the grid's ubatch it is part of."""
-        if keep == total:
+        """The rest's first ubatch is the grid's own, or shortened but tiled like the grid's."""
+        if keep == total or keep % self.ubatch == 0:
             return True
         index = keep // self.ubatch
         end = min((index + 1) * self.ubatch, total)
-        shortened, full = kernel_class(end - keep), kernel_class(end - index * self.ubatch)
-        return shortened == full != SINGLE
+        return kernel_class(end - keep) == kernel_class(end - index * self.ubatch) == TILED
 
     def keep(self, held: int, shared: int, total: int) -> int:
         """Tokens of a `held`-token state to keep for a `total`-token state that shares its first `shared`."""
@@ -83,8 +82,7 @@ class ReuseRule:
         shared = min(shared, held, total)
         index = shared // self.ubatch
         end = min((index + 1) * self.ubatch, total)
-        margin = TILE if kernel_class(end - index * self.ubatch) == TILED else 2
-        for keep in sorted({shared, end - margin, index * self.ubatch}, reverse=True):
+        for keep in sorted({shared, end - TILE, index * self.ubatch}, reverse=True):
             if 0 < keep <= shared and self._opening_safe(held, total, keep) and self._rest_safe(total, keep):
                 return keep
         return 0

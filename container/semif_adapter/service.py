@@ -123,17 +123,11 @@ class DecisionService:
             LOG.warning("prompt pieces do not add up to the whole prompt's tokens for this model's tokenizer; "
                         "scores stay deterministic, prompts read a few more tokens",
                         extra={"fields": {"problems": inexact[:4]}})
-        reuse_off = self._engine.enable_partial_reuse(
-            [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()])
-        if reuse_off:
-            LOG.info("a held state's shared opening is never kept (scores stay exact, states read a few more "
-                     "tokens)", extra={"fields": {"why": reuse_off[:4]}})
         warm = [self._decide(DecisionRequest(decision=WARMUP_DECISION, scoring=Scoring(name)), time.perf_counter())
                 for name in self._methods]  # /ping must not say 200 before every method works
         LOG.info("ready", extra={"fields": {
             "model": self._identity.document, "model_hash_ms": round(model.hash_ms, 1),
             "load_ms": round((time.perf_counter() - started) * 1000, 1), "exact_tokens": not inexact,
-            "partial_reuse": not reuse_off,
             "default_scoring": self.settings.scoring, "warmup_prompt_tokens": warm[0].prompt_tokens,
             "head_tokens": {name: len(tokenizer.head(frame.head)) for name, frame in
                             (("letters", letters_frame), ("likelihood", answers_frame), ("pmi", answers_frame))},
@@ -141,6 +135,20 @@ class DecisionService:
             "prefix_cache_bytes": self.prefix_cache.budget, "threads": self.settings.threads,
             "queue_size": self.settings.queue_size}})
         self._ready.set()  # after the line: whoever sees /ping 200 finds "ready" in the log
+        self._executor.submit(self._enable_partial_reuse,
+                              [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()])
+
+    def _enable_partial_reuse(self, probe_tokens: list[int]) -> None:
+        """The worker's first job after /ping says 200: health checks need not wait for this probe (~1.5 s here);
+        decisions that arrive meanwhile wait for it, and score the same either way."""
+        assert self._engine is not None
+        started = time.perf_counter()
+        try:
+            why_off = self._engine.enable_partial_reuse(probe_tokens)
+        except DecodeAbortedError:
+            why_off = ["the probe was stopped (drain deadline)"]
+        LOG.info("partial reuse", extra={"fields": {"enabled": not why_off, "why_off": why_off[:4],
+                                                    "probe_ms": round((time.perf_counter() - started) * 1000, 1)}})
 
     # -- admission -------------------------------------------------------------------------------------
     def _admit(self, count: int) -> None:

@@ -152,7 +152,7 @@ def test_the_reuse_rule_keeps_only_tokens_computed_in_the_class_the_uncached_gri
     assert rule.keep(held=300, shared=10, total=200) == 10  # tiled then, tiled now, 190 tiled after
     assert rule.keep(held=300, shared=10, total=70) == 6  # the rest must stay 64 tokens long
     assert rule.keep(held=300, shared=10, total=40) == 0  # computed tiled, the uncached 40 would be row-by-row
-    assert rule.keep(held=40, shared=10, total=30) == 10 and rule.keep(held=40, shared=29, total=30) == 28
+    assert rule.keep(held=40, shared=10, total=30) == 0  # row-by-row: never relied on
     assert rule.keep(held=560, shared=530, total=600) == 512  # the held 48-token tail ubatch was row-by-row
     assert rule.keep(held=700, shared=600, total=600) == 600  # a state that is the held one's opening
     assert rule.keep(held=300, shared=0, total=200) == 0
@@ -170,7 +170,7 @@ def test_the_start_up_probe_fails_where_a_split_crosses_a_kernel_class(runtime):
         return engine.engine.split_decode(probe, sorted({*splits, 20}) if splits else ())
 
     problems = verify_on(crossing, tokens)
-    assert len(problems) == 1 and problems[0].startswith(f"{PROBE_SPLITS[0][0]} tokens split")  # not the row one
+    assert len(problems) == 1 and problems[0].startswith(f"{PROBE_SPLITS[0][0]} tokens split at [67]")
     engine.close()
 
 
@@ -184,7 +184,7 @@ def test_a_shared_opening_is_kept_where_exact_and_never_moves_a_number(runtime):
 
     long_shared = opening + tail(9, 560)
     states = [opening + tail(1, 60), opening + tail(2, 80),  # tiled, then tiled: the opening kept
-              "Ticket 1042 " + tail(3, 12), "Ticket 1042 " + tail(4, 14),  # row after tiled: nothing; row after row
+              "Ticket 1042 " + tail(3, 12), "Ticket 1042 " + tail(4, 14),  # short ones (row-by-row): nothing kept
               long_shared + tail(5, 20), long_shared + tail(6, 50),  # past one ubatch: tail ubatches tiled too
               opening + tail(7, 580)]  # after a long one: the opening kept, the rest decoded up to the grid first
     reference = {}
@@ -200,7 +200,7 @@ def test_a_shared_opening_is_kept_where_exact_and_never_moves_a_number(runtime):
         logits, source, cached = engine.score("letters", states[index], QUESTIONS[0])
         assert logits == reference[index], index
         kept.append(cached - head if source == "kv" else None)
-    assert kept[1] > 10 and kept[2] == 0 and kept[3] > 0 and kept[5] > 512 and 10 < kept[6] < 512, kept
+    assert kept[1] > 10 and kept[2] == kept[3] == kept[4] == 0 and kept[5] > 512 and 10 < kept[6] < 512, kept
     total = len(engine.tokenizer.tokens(engine.letters.plan(request_of(states[6], QUESTIONS[0]))).chunks[1][1])
     assert total > 512 and engine.engine.reuse.cuts(kept[6], total) == (kept[6], 512)  # two calls, the grid kept
     engine.close()
