@@ -23,7 +23,7 @@ import llama_cpp
 import numpy as np
 
 from .llama_runtime import MAX_BRANCHES, LlamaRuntime
-from .partial_reuse import ReuseRule, common_prefix, verify_on
+from .partial_reuse import ReuseRule, verify_on
 from .prefix_cache import PrefixCache, SavedPrefix
 from .tokens import PlanTokens, PromptTooLongError
 
@@ -159,9 +159,9 @@ class DecisionEngine:
             self._restore(saved, planned.chunks)
             return planned.prefix, "host", (time.perf_counter() - started) * 1000
         head_key, (head_text, head_tokens) = key[:1], planned.chunks[0]
-        if self._held()[:1] == head_key and (kept := self._keep_opening(planned)):
-            return len(head_tokens) + kept, "kv", 0.0
         if self._held()[:1] == head_key:
+            if kept := self._keep_opening(planned):
+                return len(head_tokens) + kept, "kv", 0.0
             self._trim(1)
             source, restore_ms = "kv", 0.0
         elif (saved_head := self.cache.get(head_key)) is not None:
@@ -180,8 +180,7 @@ class DecisionEngine:
         """Keep the opening the held state shares with the plan's, where exact; returns the state tokens kept."""
         if len(self._live) != 2:
             return 0
-        held, state = self._live[1][1], planned.chunks[1][1]
-        kept = self.reuse.keep(len(held), common_prefix(held, state), len(state))
+        kept = self.reuse.keep_of(self._live[1][1], planned.chunks[1][1])
         if kept:
             self._trim(1, kept)
             self._decode_state(planned, kept)

@@ -87,6 +87,10 @@ class ReuseRule:
                 return keep
         return 0
 
+    def keep_of(self, held: Sequence[int], new: Sequence[int]) -> int:
+        """Tokens of the `held` state's tokens to keep for the `new` state's (their shared opening, where safe)."""
+        return self.keep(len(held), common_prefix(held, new), len(new))
+
     def cuts(self, keep: int, total: int) -> tuple[int, ...]:
         """Where the rest's decode calls start: at `keep`, then at the next grid point (if one lies before the end)."""
         grid = -(-keep // self.ubatch) * self.ubatch

@@ -23,7 +23,7 @@ from semif_adapter.integrity import digest
 from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
 from semif_adapter.methods import Letters, Work
-from semif_adapter.partial_reuse import ReuseRule, common_prefix
+from semif_adapter.partial_reuse import ReuseRule
 from semif_adapter.prefix_cache import PrefixCache
 from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, PromptPlan
 from semif_adapter.request_schema import DecisionRequest, parse_request
@@ -122,8 +122,7 @@ def kept_opening(model: Model, held: PlanTokens | None, tokens: PlanTokens) -> i
     on this machine); 0 when nothing was held, the head differs or the state is the same (then it is all kept)."""
     if held is None or held.chunks[0] != tokens.chunks[0] or held.chunks[1] == tokens.chunks[1]:
         return 0
-    before, now = held.chunks[1][1], tokens.chunks[1][1]
-    return ReuseRule(model.runtime.n_ubatch, enabled=True).keep(len(before), common_prefix(before, now), len(now))
+    return ReuseRule(model.runtime.n_ubatch, enabled=True).keep_of(held.chunks[1][1], tokens.chunks[1][1])
 
 
 def floor_ms(model: Model, tokens: PlanTokens, cached_chunks: int, kept: int = 0) -> float:
