@@ -2,7 +2,7 @@
 
 Sequence 0 of the KV cache holds a prefix (head, state) in cells [0, n): either still there from the previous
 request, restored from the host-memory `PrefixCache`, or evaluated now (and then saved there); a new state that
-opens like the held one keeps that opening where `partial_reuse` shows it to be exact. The rest is
+opens like the held one, or like a saved one, keeps that opening where `partial_reuse` shows it to be exact. The rest is
 evaluated fresh on every request, always at the same boundaries: the common part (the criterion...), then the
 branches, one sequence id each, sharing the prefix and common cells through `llama_memory_seq_cp` and decoded
 together in as few calls as the batch allows, in the plan's fixed order. llama.cpp's CPU kernels round
@@ -24,7 +24,7 @@ import numpy as np
 
 from .llama_runtime import MAX_BRANCHES, LlamaRuntime
 from .partial_reuse import ReuseRule, verify_on
-from .prefix_cache import PrefixCache, SavedPrefix
+from .prefix_cache import PrefixCache, SavedPrefix, token_bytes
 from .tokens import PlanTokens, PromptTooLongError
 
 DECODE_ABORTED = 2  # llama_decode's return value when the abort callback said stop
@@ -149,7 +149,10 @@ class DecisionEngine:
         return tuple(text for text, _ in self._live)
 
     def _hold_prefix(self, planned: PlanTokens) -> tuple[int, str, float]:
-        """Make sequence 0 hold exactly the plan's prefix; returns (reused tokens, their source, restore ms)."""
+        """Make sequence 0 hold exactly the plan's prefix; returns (reused tokens, their source, restore ms).
+
+        In order: the whole prefix held or saved; else the longest exact opening of a state, the held one's or
+        a saved one's (held wins a tie: it costs no restore); else the head, held, saved, or evaluated."""
         key = planned.key
         if self._held() == key:
             return planned.prefix, "kv", 0.0
@@ -159,32 +162,39 @@ class DecisionEngine:
             self._restore(saved, planned.chunks)
             return planned.prefix, "host", (time.perf_counter() - started) * 1000
         head_key, (head_text, head_tokens) = key[:1], planned.chunks[0]
-        if self._held()[:1] == head_key:
-            if kept := self._keep_opening(planned):
-                return len(head_tokens) + kept, "kv", 0.0
-            self._trim(1)
-            source, restore_ms = "kv", 0.0
+        held_head = self._held()[:1] == head_key
+        held_kept = self.reuse.keep_of(self._live[1][1], planned.chunks[1][1]) if held_head and len(self._live) == 2 \
+            else 0
+        saved_key, saved_kept = self._best_opening(planned)
+        if saved_kept > held_kept:
+            self._restore(self.cache.opening(saved_key), planned.chunks[:1])
+            kept, source, restore_ms = saved_kept, "host", (time.perf_counter() - started) * 1000
+        elif held_head:
+            kept, source, restore_ms = held_kept, "kv", 0.0
         elif (saved_head := self.cache.get(head_key)) is not None:
             self._restore(saved_head, planned.chunks[:1])
-            source, restore_ms = "host", (time.perf_counter() - started) * 1000
+            kept, source, restore_ms = 0, "host", (time.perf_counter() - started) * 1000
         else:  # a head never seen: once per scoring method and process (warm-up)
             self._forget()
             self._decode([_Piece(0, 0, head_tokens, {}, -1)])
             self._live = ((head_text, head_tokens),)
             self._save(head_key, len(head_tokens), pinned=True)
-            source, restore_ms = "none", 0.0
-        self._decode_state(planned, 0)
-        return (len(head_tokens) if source != "none" else 0), source, restore_ms
+            self._decode_state(planned, 0)
+            return 0, "none", 0.0
+        self._trim(1, kept)
+        self._decode_state(planned, kept)
+        return len(head_tokens) + kept, source, restore_ms
 
-    def _keep_opening(self, planned: PlanTokens) -> int:
-        """Keep the opening the held state shares with the plan's, where exact; returns the state tokens kept."""
-        if len(self._live) != 2:
-            return 0
-        kept = self.reuse.keep_of(self._live[1][1], planned.chunks[1][1])
-        if kept:
-            self._trim(1, kept)
-            self._decode_state(planned, kept)
-        return kept
+    def _best_opening(self, planned: PlanTokens) -> tuple[tuple[str, ...], int]:
+        """The saved state under the plan's head whose opening the plan's state may keep the most of."""
+        state = planned.chunks[1][1]
+        best: tuple[tuple[str, ...], int] = ((), 0)
+        if not self.reuse.enabled:
+            return best
+        for key, tokens in self.cache.neighbours(planned.chunks[0][0], state):
+            if (kept := self.reuse.keep_of(tokens, state)) > best[1]:
+                best = (key, kept)
+        return best
 
     def _decode_state(self, planned: PlanTokens, kept: int) -> None:
         """Evaluate the state after the head and its first `kept` tokens, in calls that end on the ubatch grid."""
@@ -193,7 +203,7 @@ class DecisionEngine:
         for start, end in itertools.pairwise((*cuts, len(state_tokens))):
             self._decode([_Piece(0, len(head_tokens) + start, state_tokens[start:end], {}, -1)])
         self._live = (self._live[0], (state_text, state_tokens))
-        self._save(planned.key, planned.prefix)
+        self._save(planned.key, planned.prefix, state=state_tokens)
 
     def _trim(self, chunks: int, extra: int = 0) -> None:
         """Keep the first `chunks` chunks and `extra` tokens of the next one."""
@@ -208,7 +218,7 @@ class DecisionEngine:
         llama_cpp.llama_memory_clear(self.runtime.memory, False)
         self._live = ()
 
-    def _save(self, key: tuple[str, ...], tokens: int, *, pinned: bool = False) -> None:
+    def _save(self, key: tuple[str, ...], tokens: int, *, pinned: bool = False, state: Sequence[int] = ()) -> None:
         context = self.runtime.context
         size = llama_cpp.llama_state_seq_get_size(context, 0)
         if not pinned and not self.cache.wants(key, size):
@@ -217,7 +227,7 @@ class DecisionEngine:
         written = llama_cpp.llama_state_seq_get_data(context, data, size, 0)
         if written != size:
             raise RuntimeError(f"llama.cpp saved {written} of {size} bytes of the prefix")
-        self.cache.put(key, SavedPrefix(data=data, tokens=tokens), pinned=pinned)
+        self.cache.put(key, SavedPrefix(data=data, tokens=tokens, state=token_bytes(state)), pinned=pinned)
 
     def _restore(self, saved: SavedPrefix, chunks: Sequence[tuple[str, Sequence[int]]]) -> None:
         self._forget()  # an empty cache: the restored cells land in [0, n), where evaluation puts them

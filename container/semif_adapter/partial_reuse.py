@@ -41,12 +41,9 @@ def kernel_class(size: int) -> int:
 
 def common_prefix(held: Sequence[int], new: Sequence[int]) -> int:
     """Length of the longest common token prefix."""
-    shared = 0
-    for a, b in zip(held, new, strict=False):
-        if a != b:
-            break
-        shared += 1
-    return shared
+    length = min(len(held), len(new))
+    differ = np.flatnonzero(np.asarray(held[:length], dtype=np.int64) != np.asarray(new[:length], dtype=np.int64))
+    return int(differ[0]) if differ.size else length
 
 
 @dataclass(frozen=True)

@@ -5,25 +5,46 @@ every request; keeping the KV state of many prefixes in host memory turns each r
 restore of a few milliseconds instead of a re-evaluation of hundreds of tokens. A restored prefix holds the same
 bytes the evaluation wrote, in the same cells, so the scores after a restore are bit-identical to the scores
 after evaluating it. Heads (template + system text, one per scoring method) are pinned: never evicted.
+
+A state never seen before often opens like one that was (`Ticket 10..`, `{"customer": "`). Each entry keeps its
+state's tokens, and the entries of one head are kept sorted by them, so the entries sharing the longest token
+opening with a new state are the neighbours of the new state's place in that order (found by bisection, as
+llama-server's host cache finds its best match by a scan); `partial_reuse` says how much of it may be kept.
 """
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 MIN_RESERVE_BYTES = 512 * 1024 * 1024  # Python, the HTTP server, request bodies and their tokens
 DEFAULT_SHARE = 0.5  # of what the model and the context leave of the memory limit
 DEFAULT_MAX_BYTES = 16 * 1024 ** 3
-KEY_OVERHEAD_BYTES = 256  # per entry, beyond its texts and KV bytes
+KEY_OVERHEAD_BYTES = 256  # per entry, beyond its texts, state tokens and KV bytes
+NEIGHBOURS = 4  # entries looked at on each side of a new state's place in the sorted order
+TOKEN_ORDER = np.dtype(">u4")  # big-endian: the bytes of two token sequences sort as the sequences do
+
+
+def token_bytes(tokens: Sequence[int]) -> bytes:
+    """Tokens as bytes that compare (and share openings) exactly as the token sequences do."""
+    return np.asarray(tokens, dtype=TOKEN_ORDER).tobytes()
+
+
+def bytes_tokens(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=TOKEN_ORDER)
 
 
 @dataclass(frozen=True)
 class SavedPrefix:
     data: ctypes.Array[ctypes.c_uint8]  # llama_state_seq_get_data of sequence 0
     tokens: int
+    state: bytes = b""  # the state chunk's tokens (`token_bytes`); empty for a head
 
     @property
     def size(self) -> int:
@@ -31,7 +52,7 @@ class SavedPrefix:
 
 
 def _charge(key: tuple[str, ...], saved: SavedPrefix) -> int:
-    return saved.size + sum(len(text) for text in key) + KEY_OVERHEAD_BYTES
+    return saved.size + len(saved.state) + sum(len(text) for text in key) + KEY_OVERHEAD_BYTES
 
 
 class PrefixCache:
@@ -41,8 +62,9 @@ class PrefixCache:
         self.budget = budget_bytes
         self._entries: OrderedDict[tuple[str, ...], SavedPrefix] = OrderedDict()
         self._pinned: dict[tuple[str, ...], SavedPrefix] = {}
+        self._order: list[tuple[str, bytes, tuple[str, ...]]] = []  # (head text, state tokens, key), sorted
         self.bytes = 0
-        self.hits = self.misses = self.evictions = 0
+        self.hits = self.misses = self.evictions = self.openings = 0
 
     def __len__(self) -> int:
         return len(self._entries) + len(self._pinned)
@@ -70,11 +92,28 @@ class PrefixCache:
             return False
         self._entries[key] = saved
         self.bytes += charge
+        if saved.state:
+            bisect.insort(self._order, (key[0], saved.state, key))
         while self.bytes > self.budget and self._entries:
             old_key, old = self._entries.popitem(last=False)
             self.bytes -= _charge(old_key, old)
             self.evictions += 1
+            if old.state:
+                del self._order[bisect.bisect_left(self._order, (old_key[0], old.state, old_key))]
         return key in self._entries
+
+    def neighbours(self, head: str, state: Sequence[int]) -> list[tuple[tuple[str, ...], np.ndarray]]:
+        """(key, state tokens) of the entries under `head` nearest to a new `state` in token order: among them
+        are the ones sharing the longest opening with it."""
+        place = bisect.bisect_left(self._order, (head, token_bytes(state)))
+        nearby = self._order[max(0, place - NEIGHBOURS):place + NEIGHBOURS]
+        return [(key, bytes_tokens(tokens)) for entry_head, tokens, key in nearby if entry_head == head]
+
+    def opening(self, key: tuple[str, ...]) -> SavedPrefix:
+        """The entry whose opening a new state keeps: used (LRU), counted as an opening hit, not a hit."""
+        self._entries.move_to_end(key)
+        self.openings += 1
+        return self._entries[key]
 
     def wants(self, key: tuple[str, ...], size: int) -> bool:
         """Whether an entry of about `size` bytes would be kept: skip copying one that would not."""
@@ -82,7 +121,7 @@ class PrefixCache:
 
     def stats(self) -> dict[str, int]:
         return {"entries": len(self), "bytes": self.bytes, "budget": self.budget, "hits": self.hits,
-                "misses": self.misses, "evictions": self.evictions}
+                "misses": self.misses, "evictions": self.evictions, "openings": self.openings}
 
 
 def memory_limit() -> int | None:

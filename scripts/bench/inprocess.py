@@ -117,10 +117,11 @@ def _joined(chunks: tuple[tuple[str, tuple[int, ...]], ...]) -> list[int]:
     return [token for _, tokens in chunks for token in tokens]
 
 
-def kept_opening(model: Model, held: PlanTokens | None, tokens: PlanTokens) -> int:
-    """State tokens the adapter keeps from the `held` request's state (`partial_reuse`, as its start-up enables it
-    on this machine); 0 when nothing was held, the head differs or the state is the same (then it is all kept)."""
-    if held is None or held.chunks[0] != tokens.chunks[0] or held.chunks[1] == tokens.chunks[1]:
+def kept_opening(model: Model, held: PlanTokens, tokens: PlanTokens) -> int:
+    """State tokens the adapter may keep from the state of an earlier request, `held` in its KV cache or saved in
+    its host cache (`partial_reuse`, as its start-up enables it on this machine); 0 when the head differs or the
+    state is the same (then it is all kept)."""
+    if held.chunks[0] != tokens.chunks[0] or held.chunks[1] == tokens.chunks[1]:
         return 0
     return ReuseRule(model.runtime.n_ubatch, enabled=True).keep_of(held.chunks[1][1], tokens.chunks[1][1])
 

@@ -34,8 +34,8 @@ class Systems:
                  server: httpx.Client | None = None, serial: SerialPrefix | None = None) -> None:
         self.model, self.adapter, self.chat = model, adapter, chat
         self.server, self.serial = server, serial
-        self.kept: dict[Spec, int] = {}  # state tokens the adapter keeps from its previous request's state
-        self.last_adapter_spec: Spec | None = None
+        self.kept: dict[Spec, int] = {}  # state tokens the adapter keeps from a state it answered before
+        self.adapter_seen: list[Spec] = []  # every request the adapter answered, in order (all in its host cache)
 
     def names(self, config: Config, scenario: Scenario) -> list[str]:
         names = ["floor", "adapter"]
@@ -60,7 +60,7 @@ class Systems:
         if name == "reference":
             return reference_ms(self.model, spec)[0]
         if name == "adapter":
-            self.last_adapter_spec = spec
+            self.adapter_seen.append(spec)
             return http_runs.post(self.adapter, "/invocations", http_runs.encode(spec))
         if name == "server":
             assert self.server is not None
@@ -137,11 +137,12 @@ def paired_scenario(systems: Systems, config: Config, ordinal: int, scenario: Sc
         for name in names:
             systems.measure(name, scenario, spec)
     samples: dict[str, list[Any]] = {name: [] for name in names}
-    previous = systems.last_adapter_spec
-    for spec in measured:  # the adapter answers them in this order: each keeps the previous state's opening
-        if scenario.mode == FRESH and previous is not None:
-            systems.kept[spec] = kept_opening(systems.model, systems.model.tokens(previous), systems.model.tokens(spec))
-        previous = spec
+    if scenario.mode == FRESH:  # the adapter answers them in this order: each keeps the best opening seen so far
+        seen = [systems.model.tokens(spec) for spec in dict.fromkeys(systems.adapter_seen)]
+        for spec in measured:
+            tokens = systems.model.tokens(spec)
+            systems.kept[spec] = max((kept_opening(systems.model, held, tokens) for held in seen), default=0)
+            seen.append(tokens)
     for index, spec in enumerate(measured):
         turn = index % len(names)
         for name in names[turn:] + names[:turn]:

@@ -18,8 +18,8 @@ from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import LlamaRuntime
 from semif_adapter.methods import Letters, Likelihood, Pmi, Work, answer_reads
-from semif_adapter.partial_reuse import PROBE_SPLITS, ReuseRule, verify_on
-from semif_adapter.prefix_cache import PrefixCache, SavedPrefix, default_budget
+from semif_adapter.partial_reuse import PROBE_SPLITS, ReuseRule, common_prefix, verify_on
+from semif_adapter.prefix_cache import KEY_OVERHEAD_BYTES, PrefixCache, SavedPrefix, default_budget, token_bytes
 from semif_adapter.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
 from semif_adapter.request_schema import DecisionRequest
 from semif_adapter.service import EXACTNESS_PROBES
@@ -31,6 +31,16 @@ STATES = ["Order 1182 arrived with a cracked screen.", {"ticket": 7, "text": "Wh
 QUESTIONS = ["What should support do next?", "Which team handles this?"]
 OPTIONS = [{"id": "refund", "description": "Refund the order"}, {"id": "replace", "description": "Send a new one"},
            {"id": "human", "description": "Ask a human agent"}]
+
+
+OPENING = "Ticket 1042 from a gold customer, account 88-231, region eu-west, channel email. "
+WORDS = ["the", "invoice", "for", "November", "was", "charged", "twice", "to", "card", "ending", "in", "and", "they",
+         "want", "one", "charge", "refunded", "before", "weekend", "with", "a", "written", "confirmation"]
+
+
+def tail(seed: int, count: int) -> str:
+    """Words that tokenize to about `count` tokens, different for each seed."""
+    return " ".join(random.Random(seed).choice(WORDS) for _ in range(count))
 
 
 class Engine:
@@ -64,6 +74,16 @@ class Engine:
 def request_of(state: object, question: str, options: list[dict] = OPTIONS) -> DecisionRequest:
     return DecisionRequest.model_validate({"decision": {"id": "t", "state": state, "question": question,
                                                         "options": options}})
+
+
+def uncached(runtime: LlamaRuntime, states: list[str]) -> dict[int, bytes]:
+    """Letters logits of each state, each on a new engine and an empty KV cache: nothing reused at all."""
+    reference = {}
+    for index, state in enumerate(states):
+        llama_cpp.llama_memory_clear(runtime.memory, False)
+        reference[index] = Engine(runtime, 0).score("letters", state, QUESTIONS[0])[0]
+    llama_cpp.llama_memory_clear(runtime.memory, False)
+    return reference
 
 
 @pytest.fixture(scope="module")
@@ -175,23 +195,13 @@ def test_the_start_up_probe_fails_where_a_split_crosses_a_kernel_class(runtime):
 
 
 def test_a_shared_opening_is_kept_where_exact_and_never_moves_a_number(runtime):
-    opening = "Ticket 1042 from a gold customer, account 88-231, region eu-west, channel email. "
-    words = ["the", "invoice", "for", "November", "was", "charged", "twice", "to", "card", "ending", "in", "and",
-             "they", "want", "one", "charge", "refunded", "before", "weekend", "with", "a", "written", "confirmation"]
-
-    def tail(seed: int, count: int) -> str:
-        return " ".join(random.Random(seed).choice(words) for _ in range(count))
-
+    opening = OPENING
     long_shared = opening + tail(9, 560)
     states = [opening + tail(1, 60), opening + tail(2, 80),  # tiled, then tiled: the opening kept
               "Ticket 1042 " + tail(3, 12), "Ticket 1042 " + tail(4, 14),  # short ones (row-by-row): nothing kept
               long_shared + tail(5, 20), long_shared + tail(6, 50),  # past one ubatch: tail ubatches tiled too
               opening + tail(7, 580)]  # after a long one: the opening kept, the rest decoded up to the grid first
-    reference = {}
-    for index, state in enumerate(states):
-        llama_cpp.llama_memory_clear(runtime.memory, False)
-        reference[index] = Engine(runtime, 0).score("letters", state, QUESTIONS[0])[0]
-    llama_cpp.llama_memory_clear(runtime.memory, False)
+    reference = uncached(runtime, states)
     engine = Engine(runtime, 0)
     assert engine.enable_partial_reuse() == []
     head = len(engine.tokenizer.tokens(engine.letters.plan(request_of(states[0], QUESTIONS[0]))).chunks[0][1])
@@ -203,4 +213,50 @@ def test_a_shared_opening_is_kept_where_exact_and_never_moves_a_number(runtime):
     assert kept[1] > 10 and kept[2] == kept[3] == kept[4] == 0 and kept[5] > 512 and 10 < kept[6] < 512, kept
     total = len(engine.tokenizer.tokens(engine.letters.plan(request_of(states[6], QUESTIONS[0]))).chunks[1][1])
     assert total > 512 and engine.engine.reuse.cuts(kept[6], total) == (kept[6], 512)  # two calls, the grid kept
+    engine.close()
+
+
+def test_the_saved_states_nearest_a_new_one_in_token_order_share_its_longest_opening():
+    def saved(tokens: list[int]) -> SavedPrefix:
+        return SavedPrefix(data=(ctypes.c_uint8 * 100)(), tokens=len(tokens), state=token_bytes(tokens))
+
+    rng = random.Random(5)
+    states = {f"s{index}": [rng.randrange(3) for _ in range(rng.randrange(1, 9))] for index in range(300)}
+    states["long"] = [1, 2, 0, 70_000, 2, 1, 1]  # a token id past 16 bits: the byte order is the token order
+    cache = PrefixCache(10 ** 9)
+    for name, tokens in states.items():
+        cache.put(("head", name), saved(tokens))
+    cache.put(("other head", "x"), saved([1, 2, 0, 70_000, 2, 1, 1, 5]))
+    for _ in range(200):
+        new = [rng.randrange(3) for _ in range(rng.randrange(1, 9))] + [70_000, 2, 1, 2]
+        best = max(common_prefix(tokens, new) for tokens in states.values())
+        found = cache.neighbours("head", new)
+        assert {key[0] for key, _ in found} == {"head"}
+        assert max(common_prefix(tokens, new) for _, tokens in found) == best
+        assert all(list(tokens) == states[key[1]] for key, tokens in found)
+    small = PrefixCache(3 * (100 + 4 * 3 + len("head") + len("s0") + KEY_OVERHEAD_BYTES))
+    for index in range(6):
+        small.put(("head", f"s{index}"), saved([index, index, index]))
+    assert {key[1] for key, _ in small.neighbours("head", [0, 0, 0])} == {"s3", "s4", "s5"}  # evicted: gone
+    assert small.opening(("head", "s3")) is not None and small.openings == 1
+
+
+def test_a_new_state_keeps_the_longest_opening_of_a_saved_state_and_never_moves_a_number(runtime):
+    long_shared = OPENING + tail(9, 560)
+    states = [OPENING + tail(1, 60), "Refund asked for order 5531, paid by card. " + tail(2, 70),
+              OPENING + tail(3, 80),  # the held state shares nothing with it; a saved one shares the opening
+              OPENING + tail(4, 75),  # the held one and a saved one share the opening alike: held, no restore
+              long_shared + tail(5, 20), "Customer 77 wrote in Spanish about a parcel. " + tail(6, 90),
+              long_shared + tail(7, 50)]  # past one ubatch, from the host cache
+    reference = uncached(runtime, states)
+    engine = Engine(runtime, 64 << 20)
+    assert engine.enable_partial_reuse() == []
+    head = len(engine.tokenizer.tokens(engine.letters.plan(request_of(states[0], QUESTIONS[0]))).chunks[0][1])
+    seen = []
+    for index in range(len(states)):
+        logits, source, cached = engine.score("letters", states[index], QUESTIONS[0])
+        assert logits == reference[index], index
+        seen.append((source, cached - head))
+    assert seen[2][0] == "host" and seen[2][1] > 10 and seen[3][0] == "kv" and seen[3][1] >= seen[2][1], seen
+    assert seen[6][0] == "host" and seen[6][1] > 512 and engine.cache.openings == 2, seen
     engine.close()
