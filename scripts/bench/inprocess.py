@@ -23,7 +23,7 @@ from semif_adapter.integrity import digest
 from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
 from semif_adapter.methods import Letters, Work
-from semif_adapter.partial_reuse import ReuseRule
+from semif_adapter.partial_reuse import ReuseRule, common_prefix
 from semif_adapter.prefix_cache import PrefixCache
 from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, PromptPlan
 from semif_adapter.request_schema import DecisionRequest, parse_request
@@ -117,13 +117,20 @@ def _joined(chunks: tuple[tuple[str, tuple[int, ...]], ...]) -> list[int]:
     return [token for _, tokens in chunks for token in tokens]
 
 
-def kept_opening(model: Model, held: PlanTokens, tokens: PlanTokens) -> int:
-    """State tokens the adapter may keep from the state of an earlier request, `held` in its KV cache or saved in
-    its host cache (`partial_reuse`, as its start-up enables it on this machine); 0 when the head differs or the
-    state is the same (then it is all kept)."""
+def shared_opening(held: PlanTokens, tokens: PlanTokens) -> int:
+    """State tokens a state shares with an earlier request's, as llama-server would reuse them; 0 when the head
+    differs or the state is the same (then it is all reused)."""
     if held.chunks[0] != tokens.chunks[0] or held.chunks[1] == tokens.chunks[1]:
         return 0
-    return ReuseRule(model.runtime.n_ubatch, enabled=True).keep_of(held.chunks[1][1], tokens.chunks[1][1])
+    return common_prefix(held.chunks[1][1], tokens.chunks[1][1])
+
+
+def kept_opening(model: Model, held: PlanTokens, tokens: PlanTokens) -> int:
+    """How much of that shared opening the adapter may keep from an earlier request's state, `held` in its KV
+    cache or saved in its host cache (`partial_reuse`, as its start-up enables it on this machine)."""
+    shared = shared_opening(held, tokens)
+    rule = ReuseRule(model.runtime.n_ubatch, enabled=True)
+    return rule.keep(len(held.chunks[1][1]), shared, len(tokens.chunks[1][1])) if shared else 0
 
 
 def floor_ms(model: Model, tokens: PlanTokens, cached_chunks: int, kept: int = 0) -> float:

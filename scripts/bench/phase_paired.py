@@ -20,7 +20,7 @@ from ..stats import summarize
 from . import completion, http_runs
 from .config import FRESH, Config, Scenario
 from .http_runs import Outcome
-from .inprocess import Model, SerialPrefix, floor_ms, kept_opening, reference_ms
+from .inprocess import Model, SerialPrefix, floor_ms, kept_opening, reference_ms, shared_opening
 from .workload import Spec
 
 SETTLE_S = 0.05  # libgomp spins a few ms after a parallel region before it sleeps
@@ -35,6 +35,7 @@ class Systems:
         self.model, self.adapter, self.chat = model, adapter, chat
         self.server, self.serial = server, serial
         self.kept: dict[Spec, int] = {}  # state tokens the adapter keeps from a state it answered before
+        self.shared: dict[Spec, int] = {}  # the longest opening shared with one (what llama-server could reuse)
         self.adapter_seen: list[Spec] = []  # every request the adapter answered, in order (all in its host cache)
 
     def names(self, config: Config, scenario: Scenario) -> list[str]:
@@ -72,8 +73,8 @@ class Systems:
         return http_runs.post(self.chat, "/v1/chat/completions", http_runs.chat_body(spec))
 
 
-def _tokens(model: Model, scenario: Scenario, specs: list[Spec], kept: dict[Spec, int]) -> dict[str, Any]:
-    planned = [model.tokens(spec) for spec in specs]
+def _tokens(model: Model, scenario: Scenario, specs: list[Spec], systems: Systems) -> dict[str, Any]:
+    planned, kept = [model.tokens(spec) for spec in specs], systems.kept
     cached = [sum(len(t) for _, t in tokens.chunks[:scenario.cached_chunks]) + kept.get(spec, 0)
               for spec, tokens in zip(specs, planned, strict=True)]
     first = planned[0]
@@ -87,6 +88,7 @@ def _tokens(model: Model, scenario: Scenario, specs: list[Spec], kept: dict[Spec
                               for t, hit in zip(planned, cached, strict=True)) / len(planned)),
         "expected_cached": cached,
         "kept_opening": [kept.get(spec, 0) for spec in specs],
+        "shared_opening": [systems.shared.get(spec, 0) for spec in specs],
     }
 
 
@@ -142,13 +144,14 @@ def paired_scenario(systems: Systems, config: Config, ordinal: int, scenario: Sc
         for spec in measured:
             tokens = systems.model.tokens(spec)
             systems.kept[spec] = max((kept_opening(systems.model, held, tokens) for held in seen), default=0)
+            systems.shared[spec] = max((shared_opening(held, tokens) for held in seen), default=0)
             seen.append(tokens)
     for index, spec in enumerate(measured):
         turn = index % len(names)
         for name in names[turn:] + names[:turn]:
             time.sleep(SETTLE_S)
             samples[name].append(systems.measure(name, scenario, spec))
-    result: dict[str, Any] = {"tokens": _tokens(systems.model, scenario, measured, systems.kept), "systems": names,
+    result: dict[str, Any] = {"tokens": _tokens(systems.model, scenario, measured, systems), "systems": names,
                               "floor_ms": summarize(samples["floor"]),
                               "adapter": _adapter_summary(samples["adapter"])}
     if "floor_fresh" in samples:
