@@ -163,17 +163,15 @@ class DecisionEngine:
             return planned.prefix, "host", (time.perf_counter() - started) * 1000
         head_key, (head_text, head_tokens) = key[:1], planned.chunks[0]
         held_head = self._held()[:1] == head_key
-        held_kept = self.reuse.keep_of(self._live[1][1], planned.chunks[1][1]) if held_head and len(self._live) == 2 \
-            else 0
-        saved_key, saved_kept = self._best_opening(planned)
-        if saved_kept > held_kept:
+        saved_key, kept = self._best_opening(planned, held_head)
+        if saved_key is not None:
             self._restore(self.cache.opening(saved_key), planned.chunks[:1])
-            kept, source, restore_ms = saved_kept, "host", (time.perf_counter() - started) * 1000
+            source, restore_ms = "host", (time.perf_counter() - started) * 1000
         elif held_head:
-            kept, source, restore_ms = held_kept, "kv", 0.0
+            source, restore_ms = "kv", 0.0
         elif (saved_head := self.cache.get(head_key)) is not None:
             self._restore(saved_head, planned.chunks[:1])
-            kept, source, restore_ms = 0, "host", (time.perf_counter() - started) * 1000
+            source, restore_ms = "host", (time.perf_counter() - started) * 1000
         else:  # a head never seen: once per scoring method and process (warm-up)
             self._forget()
             self._decode([_Piece(0, 0, head_tokens, {}, -1)])
@@ -185,13 +183,15 @@ class DecisionEngine:
         self._decode_state(planned, kept)
         return len(head_tokens) + kept, source, restore_ms
 
-    def _best_opening(self, planned: PlanTokens) -> tuple[tuple[str, ...], int]:
-        """The saved state under the plan's head whose opening the plan's state may keep the most of."""
-        state = planned.chunks[1][1]
-        best: tuple[tuple[str, ...], int] = ((), 0)
+    def _best_opening(self, planned: PlanTokens, held_head: bool) -> tuple[tuple[str, ...] | None, int]:
+        """The state under the plan's head whose opening the plan's state may keep the most of, and how much:
+        the held one (key None; first, so it wins a tie: it costs no restore) or a saved one (its key)."""
+        best: tuple[tuple[str, ...] | None, int] = (None, 0)
         if not self.reuse.enabled:
             return best
-        for key, tokens in self.cache.neighbours(planned.chunks[0][0], state):
+        state = planned.chunks[1][1]
+        held = [(None, self._live[1][1])] if held_head and len(self._live) == 2 else []
+        for key, tokens in [*held, *self.cache.neighbours(planned.chunks[0][0], state)]:
             if (kept := self.reuse.keep_of(tokens, state)) > best[1]:
                 best = (key, kept)
         return best

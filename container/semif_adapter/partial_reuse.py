@@ -1,4 +1,5 @@
-"""How much of the state sequence 0 still holds a new state may keep without moving one bit of its scores.
+"""How much of an earlier state (held in sequence 0, or saved in the host cache) a new state may keep without
+moving one bit of its scores.
 
 Two states often open alike (`Ticket 10..`, `{"customer": "`): llama-server keeps the longest common token prefix
 of its slot and evaluates only the rest. Doing the same is bit-identical only when every token's numbers are
@@ -48,7 +49,7 @@ def common_prefix(held: Sequence[int], new: Sequence[int]) -> int:
 
 @dataclass(frozen=True)
 class ReuseRule:
-    """Partial reuse of a held state on one context: `enabled` only where the start-up probe said it is exact."""
+    """Partial reuse of an earlier state on one context: `enabled` only where the start-up probe said it is exact."""
 
     ubatch: int
     enabled: bool
