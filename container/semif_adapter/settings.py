@@ -35,6 +35,7 @@ SEMIF_KEYS: dict[str, str] = {
     "SEMIF_CHAT_TEMPLATE": "a llama.cpp built-in chat template name, when the model's own is not usable",
     "SEMIF_MODEL_SHA256": "the model's sha256; the adapter hashes the file at start-up and refuses a mismatch",
     "SEMIF_DRAIN_SECONDS": "SIGTERM: how long admitted work may finish before the rest is handed back",
+    "SEMIF_BODY_TIMEOUT_SECONDS": "a request whose body has not arrived in this time gets 408 body_timeout",
     "SEMIF_SCORING": "default scoring method: letters, likelihood or pmi",
     "SEMIF_CALIBRATION": "calibration JSON (scripts/evaluate.py --fit-calibration)",
     "SEMIF_CACHE_BYTES": "host-memory cache of evaluated prefixes, in bytes (default: from the memory limit)",
@@ -77,6 +78,7 @@ class Settings:
     chat_template: str | None  # a llama.cpp built-in template name, when the GGUF's is not usable
     model_sha256: str | None  # given by the deployment (the packaging step computed it)
     drain_seconds: int  # SIGTERM: how long admitted requests get before the rest is handed back (503)
+    body_timeout_seconds: int = 30  # a sender slower than this loses its request, not the server's attention
     scoring: str = DEFAULT_SCORING  # the method used when a request names none
     calibration: Calibration | None = None
     cache_bytes: int | None = None  # None: sized from the memory limit at start-up
@@ -184,6 +186,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | Non
         chat_template=env.get(SEMIF_PREFIX + "CHAT_TEMPLATE") or None,
         model_sha256=sha,
         drain_seconds=_int(env, SEMIF_PREFIX + "DRAIN_SECONDS", 20, 1),
+        body_timeout_seconds=_int(env, SEMIF_PREFIX + "BODY_TIMEOUT_SECONDS", 30, 1),
         scoring=_scoring(env),
         calibration=_calibration(env),
         cache_bytes=_optional_int(env, SEMIF_PREFIX + "CACHE_BYTES", 0),

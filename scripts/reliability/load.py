@@ -28,8 +28,7 @@ from .bodies import error_code, load_body, post_json
 from .rawhttp import RawResponse, trickle
 from .servers import Server, read_rss_kib
 
-BODY_TIMEOUT_S = 30.0  # the adapter's own limit on receiving a body (http_app.BODY_TIMEOUT_SECONDS)
-SLOW_GIVE_UP_S = BODY_TIMEOUT_S + 15.0
+SLOW_GIVE_UP_AFTER_TIMEOUT_S = 15.0  # a slow sender waits this much past the adapter's body timeout
 MAX_LISTED_PROBLEMS = 20
 
 
@@ -226,15 +225,16 @@ class Clients:
                     return
 
 
-def slow_sender(url: str, sender: SlowSender, started: float, body: bytes, duration_s: float) -> None:
+def slow_sender(url: str, sender: SlowSender, started: float, body: bytes, *, duration_s: float,
+                give_up_s: float) -> None:
     """Trickle `body`: all of it over about `duration_s` ("200"), or a byte a second, never finishing ("408")."""
     sender.started_s = time.monotonic() - started
     if sender.expect == "200":
         steps = max(int(duration_s / 0.5), 2)
         result = trickle(url, "/invocations", body, chunk=-(-len(body) // steps), interval_s=0.5,
-                         give_up_s=SLOW_GIVE_UP_S)
+                         give_up_s=give_up_s)
     else:
-        result = trickle(url, "/invocations", body, chunk=1, interval_s=1.0, give_up_s=SLOW_GIVE_UP_S,
+        result = trickle(url, "/invocations", body, chunk=1, interval_s=1.0, give_up_s=give_up_s,
                          stop_after=len(body) - 1)
     response: RawResponse | None = result[0]
     sender.seconds = round(result[1], 1)
@@ -263,7 +263,9 @@ def warm_up(server: Server, config: LoadConfig) -> None:
 
 def run_load(server: Server, config: LoadConfig) -> LoadResult:
     """Run the load; the result lists every outcome and, in `problems`, everything that went wrong."""
-    queue_size = int(server.ready_fields().get("queue_size", 0))
+    ready = server.ready_fields()
+    queue_size = int(ready.get("queue_size", 0))
+    give_up_s = float(ready.get("body_timeout_seconds", 30)) + SLOW_GIVE_UP_AFTER_TIMEOUT_S
     warm_up(server, config)
     clients = Clients(server.url, config)
     sampler = RssSampler(server.pid, clients.started, config.rss_interval_s)
@@ -271,8 +273,9 @@ def run_load(server: Server, config: LoadConfig) -> LoadResult:
     threads = clients.threads()
     slow = [SlowSender("finishes", "200"), SlowSender("stalls", "408")] if config.slow_senders else []
     body = json.dumps(load_body(random.Random(config.seed + 1), "slow-sender")).encode()
-    slow_threads = [threading.Thread(target=slow_sender, args=(server.url, s, clients.started, body,
-                                                               config.duration_s / 2), daemon=True) for s in slow]
+    trickling = {"duration_s": config.duration_s / 2, "give_up_s": give_up_s}
+    slow_threads = [threading.Thread(target=slow_sender, args=(server.url, s, clients.started, body),
+                                     kwargs=trickling, daemon=True) for s in slow]
     for thread in threads + slow_threads:
         thread.start()
     for thread in threads:
@@ -280,7 +283,7 @@ def run_load(server: Server, config: LoadConfig) -> LoadResult:
     elapsed = clients.now()
     sampler.done.set()
     for thread in slow_threads:
-        thread.join(SLOW_GIVE_UP_S + 10)
+        thread.join(give_up_s + 10)
     sampler.join(5)
     result = LoadResult(config, queue_size, sorted(clients.outcomes, key=lambda o: o.sent_s), sampler.samples,
                         elapsed, slow)

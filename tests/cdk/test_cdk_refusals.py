@@ -69,6 +69,8 @@ PREFIX = "environments.dev."
     ({"decision": {"env": {"SEMIF_HOST": "127.0.0.1"}}}, "decision.env.SEMIF_HOST", "bind all interfaces"),
     ({"decision": {"env": {"SEMIF_DRAIN_SECONDS": "28"}}}, "decision.env.SEMIF_DRAIN_SECONDS",
      "28 s of drain plus 5 s for an aborted decode to return do not fit in the 30 s"),
+    ({"decision": {"env": {"SEMIF_BODY_TIMEOUT_SECONDS": "0"}}}, "decision.env.SEMIF_BODY_TIMEOUT_SECONDS",
+     "must be at least 1, got 0"),
     # Scaling and alarms within AWS's limits, and a message instead of a jsii traceback.
     ({"chat": {"autoscaling": {"min_instances": 1, "max_instances": 1_000_000,
                                "target_invocations_per_instance": 10}}},

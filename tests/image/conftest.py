@@ -63,6 +63,7 @@ def serving(decision_image: BuiltImage, model: dict[str, Path]) -> Iterator[Serv
                 pytest.fail(f"the image never answered /ping 200; seen {pings[-5:]}\n{container.logs()}")
             try:
                 pings.append(httpx.get(container.url + "/ping", timeout=2).status_code)
+                time.sleep(0.05)  # poll, do not spin: a busy loop here slows the loading it watches (2 cores)
             except httpx.TransportError:
                 time.sleep(0.005)  # not listening yet
         yield Serving(container, pings)

@@ -3,8 +3,10 @@
 One decision adapter serves the whole session. Its queue admits 8 instead of 32,
 so the disconnect test proves "no slot leaked" with a burst of 8 decisions
 rather than 32; the load test keeps 6 clients + 2 slow senders within it, so a
-503 there is still a failure. Tests that must kill or break an adapter start
-their own.
+503 there is still a failure. Its body timeout is 9 s instead of 30, so the load
+test's stalled sender meets it within the load rather than 20 s after it (the
+sender that finishes trickles its body over 5 s). Tests that must kill or break
+an adapter start their own.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from scripts.reliability.bodies import REQUEST_TIMEOUT_S, post_json
 from scripts.reliability.servers import Server, start_decision
 
 QUEUE_SIZE = 8
+BODY_TIMEOUT_SECONDS = 9
 
 
 @pytest.fixture(scope="session")
 def adapter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = start_decision(tmp_path_factory.mktemp("reliability-adapter"), {"SEMIF_QUEUE_SIZE": str(QUEUE_SIZE)})
+    settings = {"SEMIF_QUEUE_SIZE": str(QUEUE_SIZE), "SEMIF_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT_SECONDS)}
+    server = start_decision(tmp_path_factory.mktemp("reliability-adapter"), settings)
     yield server
     stopped = server.stop()
     assert stopped.status == 0, f"the adapter exited {stopped.status} on SIGTERM\n{server.log_text()[-3000:]}"
