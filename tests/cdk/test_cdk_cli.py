@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -42,16 +43,20 @@ def cdk_synth(env_name: str, outdir: Path) -> subprocess.CompletedProcess[str]:
 def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     if not CDK.exists():
         pytest.fail(f"{CDK} is missing: run `make bootstrap` (npm ci installs the pinned CDK CLI)")
-    found = {}
-    for env_name in ENVIRONMENTS:
-        outdir = tmp_path_factory.mktemp(f"cli-{env_name}")
+    outdirs = {env_name: tmp_path_factory.mktemp(f"cli-{env_name}") for env_name in ENVIRONMENTS}
+
+    def synth(env_name: str) -> Path:
         started = time.monotonic()
-        result = cdk_synth(env_name, outdir)
-        elapsed = time.monotonic() - started
+        result = cdk_synth(env_name, outdirs[env_name])
         assert result.returncode == 0, f"cdk synth -c env={env_name} failed:\n{result.stderr[-4000:]}"
-        print(f"cdk synth -c env={env_name}: {elapsed:.1f} s -> {outdir}", file=sys.stderr)
-        found[env_name] = outdir / f"semif-{env_name}.template.json"
-    return found
+        print(f"cdk synth -c env={env_name}: {time.monotonic() - started:.1f} s -> {outdirs[env_name]}",
+              file=sys.stderr)
+        return outdirs[env_name] / f"semif-{env_name}.template.json"
+
+    # Two at a time, each into its own output directory: a synth is one Python and one Node process taking
+    # turns, so two overlap on 2 cores (measured: 28 s for the four instead of 40 one at a time).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(ENVIRONMENTS, pool.map(synth, ENVIRONMENTS), strict=True))
 
 
 EXPECTED_ENDPOINTS = {
