@@ -23,6 +23,7 @@ from .settings import DEFAULT_MAX_CONTEXT, Settings
 
 LOG = logging.getLogger("semif_adapter")
 MAX_BRANCHES = len(SLOT_LETTERS)  # debias=permute decodes one sequence per option
+BYTE_PARTITIONING_VOCABS = frozenset({llama_cpp.LLAMA_VOCAB_TYPE_SPM, llama_cpp.LLAMA_VOCAB_TYPE_BPE})
 
 
 class RuntimeStartError(RuntimeError):
@@ -30,11 +31,12 @@ class RuntimeStartError(RuntimeError):
 
 
 class TooManyTokensError(ValueError):
-    """A text has more tokens than the caller's limit; `count` is the exact number."""
+    """A text has more tokens than the caller's limit; `count` is the exact number, or a lower bound when not
+    `exact` (a text too long to be worth tokenizing)."""
 
-    def __init__(self, count: int, limit: int) -> None:
-        super().__init__(f"{count} tokens, more than {limit}")
-        self.count, self.limit = count, limit
+    def __init__(self, count: int, limit: int, *, exact: bool = True) -> None:
+        super().__init__(f"{'' if exact else 'at least '}{count} tokens, more than {limit}")
+        self.count, self.limit, self.exact = count, limit, exact
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,12 @@ class LlamaRuntime:
             raise RuntimeStartError(f"{model_path}: llama.cpp could not load the model (corrupt or unsupported)")
         self.vocab = llama_cpp.llama_model_get_vocab(self.model)
         self.vocab_size = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
+        self._piece_probe = ctypes.create_string_buffer(8)
+        # BPE and SPM split a text's bytes among its tokens with nothing dropped, so no token covers more bytes
+        # than the longest piece: a text of more bytes than `limit` such pieces has more than `limit` tokens.
+        # (WPM and UGM normalise: they may drop whitespace, so there is no such bound.)
+        self.max_piece_bytes = max(self.piece_length(token) for token in range(self.vocab_size)) \
+            if llama_cpp.llama_vocab_type(self.vocab) in BYTE_PARTITIONING_VOCABS else None
         context_train = int(llama_cpp.llama_model_n_ctx_train(self.model))
         context = settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
         params = llama_cpp.llama_context_default_params()
@@ -134,10 +142,14 @@ class LlamaRuntime:
     def tokenize(self, text: str, *, special: bool, add_bos: bool = False, limit: int | None = None) -> list[int]:
         """Tokens of `text`; `special` parses control tokens (template text only, never user text).
 
-        With `limit`, a text of more tokens raises `TooManyTokensError` without materialising them: a
-        hostile 6 MB state costs one native pass, not a million-entry buffer and list.
+        With `limit`, a text of more tokens raises `TooManyTokensError` without materialising them: a text
+        too long for even `limit` of the longest pieces costs nothing, any other one native pass, never a
+        million-entry buffer and list.
         """
         data = text.encode("utf-8")
+        if limit is not None and self.max_piece_bytes and len(data) > limit * self.max_piece_bytes:
+            # Refused without tokenizing: a hostile 6 MB text would hold the decision worker ~1.7 s (measured).
+            raise TooManyTokensError(-(-len(data) // self.max_piece_bytes), limit, exact=False)
         capacity = len(data) + 8 if limit is None else min(len(data) + 8, limit + 1)
         buffer = (llama_cpp.llama_token * capacity)()
         count = llama_cpp.llama_tokenize(self.vocab, data, len(data), buffer, capacity, add_bos, special)
@@ -154,9 +166,17 @@ class LlamaRuntime:
         return list(buffer[:count])
 
     def piece(self, token: int) -> bytes:
-        buffer = ctypes.create_string_buffer(64)
-        size = llama_cpp.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, False)
-        return buffer.raw[: max(size, 0)]
+        """The text of a user-text token (control tokens render empty)."""
+        size = self.piece_length(token)
+        buffer = ctypes.create_string_buffer(max(size, 1))
+        llama_cpp.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, False)
+        return buffer.raw[:size]
+
+    def piece_length(self, token: int) -> int:
+        """Bytes of `piece(token)`; llama.cpp answers minus the size needed when the buffer is too small."""
+        size = llama_cpp.llama_token_to_piece(self.vocab, token, self._piece_probe, len(self._piece_probe), 0,
+                                              False)
+        return -size if size < 0 else size
 
     # -- chat template -----------------------------------------------------------------------------
     def chat_frame(self, template_name: str | None, system_text: str) -> ChatFrame:

@@ -22,8 +22,11 @@ TOKEN_CACHE_BUDGET = 1 << 18  # tokens of user text kept for reuse, all entries 
 class PromptTooLongError(ValueError):
     """The prompt does not fit the context; never truncated silently. `field` names the culprit."""
 
-    def __init__(self, needed: int, context: int, detail: str, field: str = "decision") -> None:
-        super().__init__(f"prompt needs {needed} tokens of context ({detail}) but the context holds {context}")
+    def __init__(self, needed: int, context: int, detail: str, field: str = "decision", *,
+                 exact: bool = True) -> None:
+        at_least = "" if exact else "at least "
+        super().__init__(f"prompt needs {at_least}{needed} tokens of context ({detail}) but the context holds "
+                         f"{context}")
         self.needed, self.context, self.field = needed, context, field
 
 
@@ -103,7 +106,8 @@ class PromptTokenizer:
             try:
                 tokens += self._user(piece.text)
             except TooManyTokensError as error:  # refused before its tokens are ever built
-                raise PromptTooLongError(error.count, self.runtime.n_ctx, f"{field} alone", field) from None
+                raise PromptTooLongError(error.count, self.runtime.n_ctx, f"{field} alone", field,
+                                         exact=error.exact) from None
         return tokens
 
     def tokens(self, plan: PromptPlan) -> PlanTokens:

@@ -16,7 +16,7 @@ import pytest
 
 from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.kv_engine import DecisionEngine
-from semif_adapter.llama_runtime import LlamaRuntime
+from semif_adapter.llama_runtime import LlamaRuntime, TooManyTokensError
 from semif_adapter.methods import Letters, Likelihood, Pmi, Work, answer_reads
 from semif_adapter.partial_reuse import PROBE_SPLITS, ReuseRule, common_prefix, verify_on
 from semif_adapter.prefix_cache import KEY_OVERHEAD_BYTES, PrefixCache, SavedPrefix, default_budget, token_bytes
@@ -143,6 +143,25 @@ def test_prompt_pieces_are_the_whole_prompts_tokens(runtime):
     old_cut = [replace(p, head=p.head + " ", state=p.state.removeprefix(" ")) for p in plans[:2]]
     assert len(check_exact(engine.tokenizer, old_cut)) == sum(len(plan.branches) for plan in old_cut)
     engine.close()
+
+
+def test_tokens_split_a_texts_bytes_so_a_text_too_long_for_any_tokens_is_refused_untokenized(runtime):
+    """The bound behind refusing a huge text without tokenizing it: BPE gives every byte to exactly one token."""
+    longest = runtime.max_piece_bytes
+    assert longest == max(len(runtime.piece(token)) for token in range(runtime.vocab_size)) > 64
+    rng = random.Random(3)
+    texts = [" " * 3000, "-" * 3000, "\n\n\t" * 500, "0123456789" * 300, "é漢🙂ß" * 400, tail(11, 800),
+             "".join(chr(rng.randrange(32, 0x3000)) for _ in range(2000)), OPENING * 40]
+    for text in texts:
+        tokens = runtime.tokenize(text, special=False)
+        assert b"".join(runtime.piece(token) for token in tokens) == text.encode(), text[:20]
+    limit = 50
+    with pytest.raises(TooManyTokensError) as refused:  # one byte more than 50 longest pieces
+        runtime.tokenize(" " * (limit * longest + 1), special=False, limit=limit)
+    assert not refused.value.exact and refused.value.count == limit + 1
+    with pytest.raises(TooManyTokensError) as counted:  # within the bound: tokenized, the exact count
+        runtime.tokenize(tail(12, 400)[: limit * longest], special=False, limit=limit)
+    assert counted.value.exact and counted.value.count > limit
 
 
 def test_the_default_budget_leaves_room_for_the_model_and_context():

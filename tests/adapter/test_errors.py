@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import httpx
@@ -105,6 +106,14 @@ def test_state_alone_over_context_is_413_naming_the_state(client, make_decision)
     error = error_of(client.post("/invocations", json=make_decision(state=REPORT * 400)), 413)
     assert error["code"] == "prompt_too_long" and error["field"] == "decision.state"
     assert "decision.state alone" in error["message"] and "the context holds 4096" in error["message"]
+
+
+def test_a_state_too_long_for_any_tokens_is_413_without_being_tokenized(client, make_decision):
+    state = REPORT * 10_000  # 760 kB: more bytes than 4096 of the vocabulary's longest pieces (81 bytes) hold
+    error = error_of(client.post("/invocations", json=make_decision(state=state)), 413)
+    assert error["code"] == "prompt_too_long" and error["field"] == "decision.state"
+    needed = re.search(r"needs at least (\d+) tokens", error["message"])
+    assert needed and int(needed[1]) >= len(state) // 81 and "the context holds 4096" in error["message"], error
 
 
 def test_parts_that_fit_alone_but_not_together_are_413_with_token_counts(client, make_decision):
