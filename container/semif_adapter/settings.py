@@ -20,6 +20,7 @@ from .llama_flags import PREFIX
 from .model_files import DEFAULT_MODEL_DIR
 
 SEMIF_PREFIX = "SEMIF_"
+DEFAULT_BODY_TIMEOUT_SECONDS = 30  # a sender slower than this loses its request, not the server's attention
 DEFAULT_MAX_CONTEXT = 8192  # when CTX_SIZE is unset: the model's own, capped (KV memory grows with it)
 MAX_BODY_BYTES = 6 * 1024 * 1024  # SageMaker's real-time payload limit
 DEFAULT_SCORING = "pmi"  # measured best on the labelled set (README, "Decision quality")
@@ -78,7 +79,7 @@ class Settings:
     chat_template: str | None  # a llama.cpp built-in template name, when the GGUF's is not usable
     model_sha256: str | None  # given by the deployment (the packaging step computed it)
     drain_seconds: int  # SIGTERM: how long admitted requests get before the rest is handed back (503)
-    body_timeout_seconds: int = 30  # a sender slower than this loses its request, not the server's attention
+    body_timeout_seconds: int  # a body not received in this time is answered 408 body_timeout
     scoring: str = DEFAULT_SCORING  # the method used when a request names none
     calibration: Calibration | None = None
     cache_bytes: int | None = None  # None: sized from the memory limit at start-up
@@ -186,7 +187,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | Non
         chat_template=env.get(SEMIF_PREFIX + "CHAT_TEMPLATE") or None,
         model_sha256=sha,
         drain_seconds=_int(env, SEMIF_PREFIX + "DRAIN_SECONDS", 20, 1),
-        body_timeout_seconds=_int(env, SEMIF_PREFIX + "BODY_TIMEOUT_SECONDS", 30, 1),
+        body_timeout_seconds=_int(env, SEMIF_PREFIX + "BODY_TIMEOUT_SECONDS", DEFAULT_BODY_TIMEOUT_SECONDS, 1),
         scoring=_scoring(env),
         calibration=_calibration(env),
         cache_bytes=_optional_int(env, SEMIF_PREFIX + "CACHE_BYTES", 0),

@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 import numpy as np
 
+from semif_adapter.settings import DEFAULT_BODY_TIMEOUT_SECONDS
+
 from ..stats import summarize
 from .bodies import error_code, load_body, post_json
 from .rawhttp import RawResponse, trickle
@@ -265,7 +267,7 @@ def run_load(server: Server, config: LoadConfig) -> LoadResult:
     """Run the load; the result lists every outcome and, in `problems`, everything that went wrong."""
     ready = server.ready_fields()
     queue_size = int(ready.get("queue_size", 0))
-    give_up_s = float(ready.get("body_timeout_seconds", 30)) + SLOW_GIVE_UP_AFTER_TIMEOUT_S
+    give_up_s = float(ready.get("body_timeout_seconds", DEFAULT_BODY_TIMEOUT_SECONDS)) + SLOW_GIVE_UP_AFTER_TIMEOUT_S
     warm_up(server, config)
     clients = Clients(server.url, config)
     sampler = RssSampler(server.pid, clients.started, config.rss_interval_s)
