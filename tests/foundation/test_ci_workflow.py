@@ -20,10 +20,20 @@ def test_the_workflow_bootstraps_tests_synthesizes_every_environment_and_caches(
     assert "context']['semif']['environments']" in synth and '-c "env=$env"' in synth
     environments = json.loads((REPO / "cdk.json").read_text())["context"]["semif"]["environments"]
     assert len(environments) >= 2  # the loop reads them from cdk.json, so a new environment is synthesized too
-    cached = {step["with"]["path"]: step["with"]["key"] for step in steps if step.get("uses", "").startswith(
-        "actions/cache@")}
-    assert set(cached) == {"~/.cache/pip", "~/.npm", "~/.cache/semif-sagemaker"}
+    cached = {path: step["with"]["key"] for step in steps if step.get("uses", "").startswith("actions/cache@")
+              for path in step["with"]["path"].split()}
+    assert set(cached) == {"~/.cache/pip", "~/.npm", "~/.cache/semif-sagemaker/llama.cpp",
+                           "~/.cache/semif-sagemaker/sdist", "~/.cache/semif-sagemaker/venvs"}
     assert "package-lock.json" in cached["~/.npm"]
-    assert "container/requirements.txt" in cached["~/.cache/semif-sagemaker"]
     assert "requirements*.txt" in cached["~/.cache/pip"]
+    llama_cpp = cached["~/.cache/semif-sagemaker/llama.cpp"]
+    assert "container/requirements.txt" in llama_cpp and "scripts/build_llama_cpp.py" in llama_cpp
+    assert cached["~/.cache/semif-sagemaker/sdist"] == llama_cpp
+    # A saved entry is never rewritten: the venvs' key names all they are built from, the Python included.
+    venvs = cached["~/.cache/semif-sagemaker/venvs"]
+    for source in ("requirements*.txt", "container/requirements.txt", "scripts/bootstrap.sh",
+                   "scripts/build_llama_cpp.py", "steps.python.outputs.python-version"):
+        assert source in venvs, source
+    python = next(step for step in steps if step.get("uses", "").startswith("actions/setup-python@"))
+    assert python["id"] == "python"
     assert workflow["jobs"]["test"]["timeout-minutes"] <= 90
