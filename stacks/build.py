@@ -12,12 +12,12 @@ from semif_adapter.kernel_paths import KernelReport
 
 from .artifact_source import Artifact, ArtifactCache, LocalArtifact, prepare_artifact
 from .config import CONTEXT_KEY, ENV_CONTEXT_KEY, ConfigError, check_model_fit, load_deployment
+from .decision_image import CONTAINER_DIR
 from .nag import add_checks
 from .semif_stack import SemifStack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE_DIR = REPO_ROOT / ".cache" / "model-artifacts"
-CONTAINER_DIR = REPO_ROOT / "container"
 
 
 def build_app(app: App, *, repo_root: Path = REPO_ROOT, cache_dir: Path = CACHE_DIR,

@@ -35,6 +35,9 @@ from .instances import Accelerator, describe_instance
 from .log_groups import LogSettings
 from .nag import accept_redundant_depends_on, acknowledge, acknowledge_provider
 
+# The Docker build context: the repository's `container/` beside `stacks/`, or in an installed wheel the copy it
+# ships beside `semif_sagemaker/cdk/` (`semif_sagemaker/container/`, the same files).
+CONTAINER_DIR = Path(__file__).resolve().parent.parent / "container"
 # Never part of the Docker build context's identity (caches and local build outputs).
 EXCLUDED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "node_modules"})
 EXCLUDED_SUFFIXES = (".pyc", ".egg-info")

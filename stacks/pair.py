@@ -34,7 +34,7 @@ from .config import (
 )
 from .dashboard import OperationsDashboard, add_warning_rate_alarm
 from .data_bucket import CAPTURE, DataBucket
-from .decision_image import DecisionImage
+from .decision_image import CONTAINER_DIR, DecisionImage
 from .dlc import DlcRegistry
 from .hosting import decision_body_limit, warning_rate
 from .iam_hardening import confine_service_trust, scope_waiter_logging
@@ -55,15 +55,16 @@ THREADS_KEY = "SM_LLAMA_CPP_THREADS"
 @dataclass(frozen=True)
 class DecisionEndpointPairProps:
     """What the pair is made of: its names and settings (`deployment`), the model artifact both models load, and
-    the decision image's Docker build context (the repository's `container/`)."""
+    the decision image's Docker build context (by default the toolkit's own: the checkout's `container/`, or the
+    copy an installed wheel ships)."""
 
     deployment: Deployment
     artifact: Artifact
-    container_dir: Path
+    container_dir: Path = CONTAINER_DIR
 
     @classmethod
-    def build(cls, *, app_name: str, env_name: str, settings: Environment, container_dir: Path,
-              cache_dir: Path, base_dir: Path | None = None) -> DecisionEndpointPairProps:
+    def build(cls, *, app_name: str, env_name: str, settings: Environment, cache_dir: Path,
+              container_dir: Path = CONTAINER_DIR, base_dir: Path | None = None) -> DecisionEndpointPairProps:
         """Validated props from settings made in code (ConfigError names the key, relative to `settings`);
         `cache_dir` keeps the packaged model between synths; relative model paths resolve against `base_dir`."""
         problems = check_environment(settings)

@@ -11,6 +11,7 @@ from aws_cdk.assertions import Match, Template
 
 from stacks.config import Alarms, ConfigError, EmbeddedModel, Endpoint
 from stacks.config import Environment as Settings
+from stacks.decision_image import image_tag, source_fingerprint
 from stacks.pair import DecisionEndpointPair, DecisionEndpointPairProps
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def test_the_pair_synthesizes_inside_a_foreign_stack(tmp_path: Path) -> None:
     stack = Stack(app, "CheckoutService", env=Environment(account="123456789012", region="eu-west-1"))
     s3.Bucket(stack, "Orders")  # the stack's own resources, beside ours
     props = DecisionEndpointPairProps.build(app_name="checkout", env_name="live", settings=settings(),
-                                            container_dir=REPO / "container", cache_dir=tmp_path / "cache")
+                                            cache_dir=tmp_path / "cache")  # the toolkit's own build context
     pair = DecisionEndpointPair(stack, "Decisions", props)
     template = Template.from_stack(stack)
 
@@ -52,6 +53,8 @@ def test_the_pair_synthesizes_inside_a_foreign_stack(tmp_path: Path) -> None:
     assert len(chat_image) == 1, "the chat model runs the stock DLC of the stack's region"
     assert set(pair.endpoints) == {"chat", "decision"}
     assert pair.endpoints["decision"].endpoint_name == "checkout-live-decision"
+    assert pair.image.tag == image_tag(source_fingerprint(REPO / "container"), pair.image.base_image, "cpu",
+                                       pair.image.build_args)
 
 
 def test_settings_made_in_code_are_checked_like_cdk_json(tmp_path: Path) -> None:

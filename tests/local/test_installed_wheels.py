@@ -2,7 +2,8 @@
 against the session's local gateway (slow: builds two wheels and two venvs once per session).
 
 The toolkit's wheel: `semif --help` and every subcommand's, `semif smoke decision --local PORT`, the package data,
-and no generic top-level packages. The decision client's wheel: boto3 and the client alone, real answers.
+and no generic top-level packages; a foreign CDK app on it builds the decision image from the build context
+the wheel ships. The decision client's wheel: boto3 and the client alone, real answers.
 """
 
 from __future__ import annotations
@@ -162,3 +163,53 @@ def test_client_wheel_alone_decides_from_outside_the_repository(client_only: Ven
     assert seen["refused"]["status"] == 400 and seen["refused"]["code"] == "invalid_request"
     assert seen["refused"]["field"] == "decision.state"
     assert "object or array" in seen["refused"]["message"] and "Value error" not in seen["refused"]["message"]
+
+
+FOREIGN_APP_SCRIPT = """
+import json, sys
+from pathlib import Path
+from aws_cdk import App, Environment, Stack
+from semif_sagemaker.cdk import decision_image
+from semif_sagemaker.cdk.config import Alarms, EmbeddedModel, Endpoint
+from semif_sagemaker.cdk.config import Environment as Settings
+from semif_sagemaker.cdk.pair import DecisionEndpointPair, DecisionEndpointPairProps
+
+app = App(outdir=sys.argv[1], analytics_reporting=False)
+stack = Stack(app, "CheckoutService", env=Environment(account="123456789012", region="eu-west-1"))
+settings = Settings(region="eu-west-1", accelerator="cpu", model=EmbeddedModel(source="embedded"),
+                    chat=Endpoint(instance_type="ml.m5.large", alarms=Alarms(latency_p90_ms=30_000)),
+                    decision=Endpoint(instance_type="ml.c5.xlarge", alarms=Alarms(latency_p90_ms=5_000)))
+pair = DecisionEndpointPair(stack, "Decisions", DecisionEndpointPairProps.build(
+    app_name="checkout", env_name="live", settings=settings, cache_dir=Path(sys.argv[2])))
+app.synth()
+print(json.dumps({"module": decision_image.__file__, "context": str(decision_image.CONTAINER_DIR),
+                  "tag": pair.image.tag, "base": pair.image.base_image, "build_args": pair.image.build_args}))
+"""
+
+
+def test_constructs_from_the_wheel_build_the_image_from_the_context_it_ships(
+        wheels: dict[str, Path], outside: Path, tmp_path: Path) -> None:
+    """A foreign CDK app outside any checkout: the wheel's own copy of `container/` is the default context, the
+    same files as the checkout's (so the same image tag), staged with `serve` still executable."""
+    from stacks.decision_image import CONTAINER_DIR, image_tag, source_fingerprint
+
+    installed = tmp_path / "site"
+    pip("install", "--quiet", "--no-deps", "--target", installed, wheels["semif_sagemaker"])
+    # The wheel's packages first; aws-cdk-lib and the rest from this venv (its .pth files, the checkout's
+    # editable install among them, are not read from a PYTHONPATH entry).
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PYTHONPATH"] = str(installed)
+    script = outside / "foreign_app.py"
+    script.write_text(FOREIGN_APP_SCRIPT)
+    result = subprocess.run([sys.executable, str(script), str(tmp_path / "cdk.out"), str(tmp_path / "models")],
+                            cwd=outside, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    shipped = installed / "semif_sagemaker" / "container"
+    assert Path(seen["module"]).is_relative_to(installed), seen["module"]
+    assert Path(seen["context"]) == shipped
+    assert source_fingerprint(shipped) == source_fingerprint(CONTAINER_DIR)
+    assert seen["tag"] == image_tag(source_fingerprint(CONTAINER_DIR), seen["base"], "cpu", seen["build_args"])
+    (staged,) = (path for path in (tmp_path / "cdk.out").glob("asset.*") if (path / "Dockerfile").is_file())
+    assert source_fingerprint(staged) == source_fingerprint(CONTAINER_DIR)  # what CodeBuild will receive
+    assert os.access(staged / "serve", os.X_OK)
