@@ -8,6 +8,8 @@ import httpx
 import numpy as np
 from support.decisions import decide, decide_together
 
+from semif_adapter.embedded_model import embedded_model_path
+
 SAME_STATE = "Order 7781: the parcel left the warehouse on Monday; tracking has not updated for 9 days."
 
 
@@ -117,3 +119,24 @@ def test_permute_decodes_branches_in_one_pass_over_a_shared_prefix(client, make_
     one_branch = single["evaluated_tokens"]  # the criterion + one ordering of the options
     assert 2.5 * one_branch < timing["evaluated_tokens"] < 3 * one_branch
     assert math.isclose(sum(result["probabilities"]), 1.0, abs_tol=1e-6)
+
+
+# Long enough that the prompt passes 256 tokens, where llama.cpp's decode of a lone token over the KV cache
+# starts to round differently with the thread count (the adapter never decodes a lone token).
+LONG_STATE = " ".join(f"Note {i}: the customer called about order 77{i:02d}; the parcel is late and the box was "
+                      "damaged, and they want the money back before the weekend." for i in range(8))
+
+
+def test_same_numbers_whatever_the_thread_count(adapter, client, start_adapter, make_decision):
+    """A shared endpoint runs the model on 1 thread, a dedicated one on every vCPU: the same bits either way."""
+    one_thread = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_RESULT_CACHE_ENTRIES": "0",
+                                "SM_LLAMA_CPP_THREADS": "1"})
+    one_thread.wait_ready()
+    assert '"threads": 1' in one_thread.logs()
+    with httpx.Client(base_url=one_thread.url, timeout=120) as single:
+        for scoring in ("letters", "likelihood", "pmi"):
+            body = make_decision(state=LONG_STATE, scoring=scoring)
+            expected, got = decide(client, body), decide(single, body)
+            assert got["timing"]["prompt_tokens"] > 256
+            assert (got["probabilities"], got["option_logits"]) == (expected["probabilities"],
+                                                                   expected["option_logits"]), scoring
