@@ -24,6 +24,7 @@ class AdapterProcess:
     """One `serve` process started by the project's one adapter launcher; its JSON log lines in a file."""
 
     def __init__(self, env: dict[str, str], args: tuple[str, ...] = ("serve",)) -> None:
+        self.env = env  # what it was started with: another adapter like it is `start_adapter({**env, ...})`
         self._log_dir = tempfile.TemporaryDirectory(prefix="adapter-")
         full_env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                     "SM_LLAMA_CPP_CTX_SIZE": "4096", **env}

@@ -8,8 +8,6 @@ import httpx
 import numpy as np
 from support.decisions import decide, decide_together
 
-from semif_adapter.embedded_model import embedded_model_path
-
 SAME_STATE = "Order 7781: the parcel left the warehouse on Monday; tracking has not updated for 9 days."
 
 
@@ -129,8 +127,7 @@ LONG_STATE = " ".join(f"Note {i}: the customer called about order 77{i:02d}; the
 
 def test_same_numbers_whatever_the_thread_count(adapter, client, start_adapter, make_decision):
     """A shared endpoint runs the model on 1 thread, a dedicated one on every vCPU: the same bits either way."""
-    one_thread = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_RESULT_CACHE_ENTRIES": "0",
-                                "SM_LLAMA_CPP_THREADS": "1"})
+    one_thread = start_adapter({**adapter.env, "SM_LLAMA_CPP_THREADS": "1"})  # the shared adapter but its threads
     one_thread.wait_ready()
     assert '"threads": 1' in one_thread.logs()
     with httpx.Client(base_url=one_thread.url, timeout=120) as single:

@@ -205,11 +205,11 @@ def test_constructs_from_the_wheel_build_the_image_from_the_context_it_ships(
                             cwd=outside, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     seen = json.loads(result.stdout.strip().splitlines()[-1])
-    shipped = installed / "semif_sagemaker" / "container"
+    shipped, checkout = installed / "semif_sagemaker" / "container", source_fingerprint(CONTAINER_DIR)
     assert Path(seen["module"]).is_relative_to(installed), seen["module"]
     assert Path(seen["context"]) == shipped
-    assert source_fingerprint(shipped) == source_fingerprint(CONTAINER_DIR)
-    assert seen["tag"] == image_tag(source_fingerprint(CONTAINER_DIR), seen["base"], "cpu", seen["build_args"])
+    assert source_fingerprint(shipped) == checkout
+    assert seen["tag"] == image_tag(checkout, seen["base"], "cpu", seen["build_args"])
     (staged,) = (path for path in (tmp_path / "cdk.out").glob("asset.*") if (path / "Dockerfile").is_file())
-    assert source_fingerprint(staged) == source_fingerprint(CONTAINER_DIR)  # what CodeBuild will receive
+    assert source_fingerprint(staged) == checkout  # what CodeBuild will receive
     assert os.access(staged / "serve", os.X_OK)
