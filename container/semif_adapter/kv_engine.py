@@ -13,6 +13,7 @@ part. After every request, errors included, the cache holds only sequence 0's pr
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import time
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 import llama_cpp
 import numpy as np
 
-from .llama_runtime import MAX_BRANCHES, LlamaRuntime
+from .core_share import CoreShare
+from .llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
 from .partial_reuse import ReuseRule, verify_on
 from .prefix_cache import PrefixCache, SavedPrefix, token_bytes
 from .tokens import PlanTokens, PromptTooLongError
@@ -80,11 +82,15 @@ def decoded_length(tokens: Sequence[int], reads: Mapping[int, Sequence[int]]) ->
 
 
 class DecisionEngine:
-    """Evaluates plans on one llama.cpp context; callers serialise access."""
+    """Evaluates plans on one llama.cpp context; callers serialise access to it. Engines on other contexts of
+    the same runtime may share the `PrefixCache` and the `CoreShare` with it."""
 
-    def __init__(self, runtime: LlamaRuntime, cache: PrefixCache) -> None:
+    def __init__(self, runtime: LlamaRuntime, cache: PrefixCache, context: LlamaContext | None = None,
+                 cores: CoreShare | None = None) -> None:
         self.runtime = runtime
+        self.context = context or runtime.primary
         self.cache = cache
+        self.cores = cores
         self._live: tuple[tuple[str, Sequence[int]], ...] = ()  # (text, tokens) of the chunks sequence 0 holds
         self.reuse = ReuseRule(runtime.n_ubatch, enabled=False)
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
@@ -102,8 +108,13 @@ class DecisionEngine:
                                      f"common + {sum(lengths)} option tokens")
         started = time.perf_counter()
         try:
-            cached, source, restore_ms = self._hold_prefix(planned)
-            common, rows = self._evaluate_suffix(planned, reads, lengths)
+            with contextlib.ExitStack() as claim:
+                if self._held() != planned.key and not self.cache.holds(planned.key):
+                    claim.enter_context(self.cache.evaluating(planned.key))  # waits outside the core share
+                with self._working():
+                    cached, source, restore_ms = self._hold_prefix(planned)
+                    claim.close()  # the prefix is saved (or will not be): other workers may go on
+                    common, rows = self._evaluate_suffix(planned, reads, lengths)
         except BaseException:
             self._forget()
             raise
@@ -132,9 +143,10 @@ class DecisionEngine:
         self._forget()
         bounds, everything = (0, *splits, len(tokens)), tuple(range(self.runtime.vocab_size))
         try:
-            for start, end in itertools.pairwise(bounds):
-                last = {end - start - 1: everything} if end == len(tokens) else {}
-                found = self._decode([_Piece(0, start, tokens[start:end], last, -1)])
+            with self._working():
+                for start, end in itertools.pairwise(bounds):
+                    last = {end - start - 1: everything} if end == len(tokens) else {}
+                    found = self._decode([_Piece(0, start, tokens[start:end], last, -1)])
             return found[-1][len(tokens) - 1].values
         finally:
             self._forget()
@@ -164,8 +176,11 @@ class DecisionEngine:
         head_key, (head_text, head_tokens) = key[:1], planned.chunks[0]
         held_head = self._held()[:1] == head_key
         saved_key, kept = self._best_opening(planned, held_head)
-        if saved_key is not None:
-            self._restore(self.cache.opening(saved_key), planned.chunks[:1])
+        opening = self.cache.opening(saved_key) if saved_key is not None else None
+        if saved_key is not None and opening is None:  # evicted by another worker since: keep none of it
+            kept = 0
+        if opening is not None:
+            self._restore(opening, planned.chunks[:1])
             source, restore_ms = "host", (time.perf_counter() - started) * 1000
         elif held_head:
             source, restore_ms = "kv", 0.0
@@ -208,18 +223,18 @@ class DecisionEngine:
     def _trim(self, chunks: int, extra: int = 0) -> None:
         """Keep the first `chunks` chunks and `extra` tokens of the next one."""
         self._live = self._live[:chunks]
-        if not llama_cpp.llama_memory_seq_rm(self.runtime.memory, 0, self._live_tokens() + extra, -1):
+        if not llama_cpp.llama_memory_seq_rm(self.context.memory, 0, self._live_tokens() + extra, -1):
             raise RuntimeError("llama.cpp could not trim the cached prefix")
 
     def _live_tokens(self) -> int:
         return sum(len(tokens) for _, tokens in self._live)
 
     def _forget(self) -> None:
-        llama_cpp.llama_memory_clear(self.runtime.memory, False)
+        llama_cpp.llama_memory_clear(self.context.memory, False)
         self._live = ()
 
     def _save(self, key: tuple[str, ...], tokens: int, *, pinned: bool = False, state: Sequence[int] = ()) -> None:
-        context = self.runtime.context
+        context = self.context.context
         size = llama_cpp.llama_state_seq_get_size(context, 0)
         if not pinned and not self.cache.wants(key, size):
             return
@@ -231,7 +246,7 @@ class DecisionEngine:
 
     def _restore(self, saved: SavedPrefix, chunks: Sequence[tuple[str, Sequence[int]]]) -> None:
         self._forget()  # an empty cache: the restored cells land in [0, n), where evaluation puts them
-        read = llama_cpp.llama_state_seq_set_data(self.runtime.context, saved.data, saved.size, 0)
+        read = llama_cpp.llama_state_seq_set_data(self.context.context, saved.data, saved.size, 0)
         if read != saved.size:
             self._forget()
             raise RuntimeError(f"llama.cpp restored {read} of {saved.size} bytes of a cached prefix")
@@ -255,7 +270,7 @@ class DecisionEngine:
         if common:
             common_row = self._decode([_Piece(0, common_start, common, common_reads, -1)]).get(-1, {}).get(last_common)
         for seq in range(1, len(planned.branches)):
-            llama_cpp.llama_memory_seq_cp(self.runtime.memory, 0, seq, -1, -1)
+            llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
         pieces = [_Piece(seq, branch_start, tokens[:length], branch_reads, seq)
                   for seq, (tokens, length, branch_reads)
                   in enumerate(zip(planned.branches, lengths, reads.branches, strict=True)) if length]
@@ -265,8 +280,8 @@ class DecisionEngine:
 
     def _drop_suffix(self, branches: int) -> None:
         for seq in range(1, branches):
-            llama_cpp.llama_memory_seq_rm(self.runtime.memory, seq, -1, -1)
-        llama_cpp.llama_memory_seq_rm(self.runtime.memory, 0, self._live_tokens(), -1)
+            llama_cpp.llama_memory_seq_rm(self.context.memory, seq, -1, -1)
+        llama_cpp.llama_memory_seq_rm(self.context.memory, 0, self._live_tokens(), -1)
 
     # -- decoding --------------------------------------------------------------------------------------
     def _decode_packed(self, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
@@ -304,7 +319,7 @@ class DecisionEngine:
                 batch.seq_id[index][0] = piece.seq
                 batch.logits[index] = i in piece.reads
             batch.n_tokens = len(window)
-            status = llama_cpp.llama_decode(self.runtime.context, batch)
+            status = self._run(batch)
             if status == DECODE_ABORTED:
                 raise DecodeAbortedError("llama_decode was aborted")
             if status != 0:
@@ -314,8 +329,19 @@ class DecisionEngine:
                     found.setdefault(piece.tag, {})[piece.start + i] = self._read(index, piece.reads[i])
         return found
 
+    def _working(self) -> contextlib.AbstractContextManager[None]:
+        return self.cores.working() if self.cores else contextlib.nullcontext()
+
+    def _run(self, batch: llama_cpp.llama_batch) -> int:
+        """One llama_decode, on the threads the core share grants it (the context's own without one)."""
+        if self.cores is None:
+            return int(llama_cpp.llama_decode(self.context.context, batch))
+        with self.cores.threads() as threads:
+            self.context.use_threads(threads)
+            return int(llama_cpp.llama_decode(self.context.context, batch))
+
     def _read(self, batch_index: int, ids: Sequence[int]) -> Row:
-        row = self.runtime.logits_row(batch_index)
+        row = self.context.logits_row(batch_index)
         peak = row.max()
         np.subtract(row, peak, out=self._scratch)
         np.exp(self._scratch, out=self._scratch)

@@ -82,8 +82,48 @@ def _load_backends() -> None:
         bindings.ggml_backend_load_all_from_path(str(llama_cpp.llama_cpp._base_path).encode())
 
 
+class LlamaContext:
+    """One llama.cpp context on a loaded model: up to 16 sequences sharing a unified KV cache. Not thread-safe:
+    one decision worker uses it at a time."""
+
+    def __init__(self, model: ctypes.c_void_p, params: llama_cpp.llama_context_params, vocab_size: int,
+                 model_path: Path) -> None:
+        self.vocab_size = vocab_size
+        self.context = llama_cpp.llama_init_from_model(model, params)
+        if not self.context:
+            raise RuntimeStartError(f"{model_path}: llama.cpp could not create a context of {params.n_ctx} tokens")
+        self.memory = llama_cpp.llama_get_memory(self.context)
+        self.n_ctx = int(llama_cpp.llama_n_ctx(self.context))
+        self.n_batch = int(llama_cpp.llama_n_batch(self.context))
+        self.n_ubatch = int(llama_cpp.llama_n_ubatch(self.context))
+        self.threads = int(params.n_threads_batch)
+
+    def use_threads(self, threads: int) -> None:
+        """The threads of the next llama_decode calls (the adapter decodes batches only: both counts alike)."""
+        if threads != self.threads:
+            llama_cpp.llama_set_n_threads(self.context, threads, threads)
+            self.threads = threads
+
+    def logits_row(self, batch_index: int) -> np.ndarray:
+        """A view of the logits of one token of the last batch (no copy: vocabularies reach 250k)."""
+        pointer = llama_cpp.llama_get_logits_ith(self.context, batch_index)
+        if not pointer:
+            raise RuntimeError(f"llama.cpp returned no logits for batch position {batch_index}")
+        return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,))
+
+    def request_abort(self) -> None:
+        """Make the running llama_decode stop at its next graph (safe from another thread)."""
+        if self.context:
+            llama_cpp.llama_set_abort_callback(self.context, _abort_now, ctypes.c_void_p())
+
+    def close(self) -> None:
+        if self.context:
+            llama_cpp.llama_free(self.context)
+            self.context = None
+
+
 class LlamaRuntime:
-    """One model, one context with up to 16 sequences sharing a unified KV cache."""
+    """One model and its contexts (`new_context`); the first one is created with the model."""
 
     def __init__(self, model_path: Path, settings: Settings) -> None:
         _load_backends()
@@ -108,9 +148,8 @@ class LlamaRuntime:
         self.max_piece_bytes = max(self.piece_length(token) for token in range(self.vocab_size)) \
             if llama_cpp.llama_vocab_type(self.vocab) in BYTE_PARTITIONING_VOCABS else None
         context_train = int(llama_cpp.llama_model_n_ctx_train(self.model))
-        context = settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = context
+        params.n_ctx = settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
         params.n_batch = settings.batch_size
         params.n_ubatch = settings.ubatch_size
         params.n_seq_max = MAX_BRANCHES
@@ -119,24 +158,35 @@ class LlamaRuntime:
         params.n_threads_batch = settings.threads_batch
         params.flash_attn_type = int(settings.flash_attn)
         params.no_perf = True
-        self.context = llama_cpp.llama_init_from_model(self.model, params)
-        if not self.context:
-            raise RuntimeStartError(f"{model_path}: llama.cpp could not create a context of {context} tokens")
-        self.memory = llama_cpp.llama_get_memory(self.context)
-        self.n_ctx = int(llama_cpp.llama_n_ctx(self.context))
-        self.n_batch = int(llama_cpp.llama_n_batch(self.context))
-        self.n_ubatch = int(llama_cpp.llama_n_ubatch(self.context))
+        self._params, self._path = params, model_path
+        self.contexts: list[LlamaContext] = []
+        self.primary = self.new_context()  # every context has the same geometry: the first one stands for all
+        self.n_ctx, self.n_batch, self.n_ubatch = self.primary.n_ctx, self.primary.n_batch, self.primary.n_ubatch
         # no layer on a GPU: the CPU kernels' rules (partial_reuse) apply to every token
         self.cpu_only = not llama_cpp.llama_supports_gpu_offload() or settings.n_gpu_layers == 0
         self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
         heads = max(1, int(llama_cpp.llama_model_n_head(self.model)))
         kv_heads = int(llama_cpp.llama_model_n_head_kv(self.model))
         kv_width = int(llama_cpp.llama_model_n_embd(self.model)) // heads * kv_heads
-        # K and V in f16 for every layer and cell: what the context's KV cache occupies
+        # K and V in f16 for every layer and cell: what one context's KV cache occupies
         self.context_bytes = self.n_ctx * int(llama_cpp.llama_model_n_layer(self.model)) * 2 * kv_width * 2
         self.facts = ModelFacts(file=model_path.name, architecture=info.architecture,
                                 quantization=info.quantization, context_train=context_train,
                                 context=self.n_ctx, vocab_size=self.vocab_size)
+
+    @property
+    def context(self) -> ctypes.c_void_p | None:
+        return self.primary.context
+
+    @property
+    def memory(self) -> ctypes.c_void_p:
+        return self.primary.memory
+
+    def new_context(self) -> LlamaContext:
+        """Another context on the same weights (a KV cache of its own): one per decision worker."""
+        context = LlamaContext(self.model, self._params, self.vocab_size, self._path)
+        self.contexts.append(context)
+        return context
 
     # -- tokenizer -------------------------------------------------------------------------------
     def tokenize(self, text: str, *, special: bool, add_bos: bool = False, limit: int | None = None) -> list[int]:
@@ -227,21 +277,16 @@ class LlamaRuntime:
 
     # -- evaluation ---------------------------------------------------------------------------------
     def logits_row(self, batch_index: int) -> np.ndarray:
-        """A view of the logits of one token of the last batch (no copy: vocabularies reach 250k)."""
-        pointer = llama_cpp.llama_get_logits_ith(self.context, batch_index)
-        if not pointer:
-            raise RuntimeError(f"llama.cpp returned no logits for batch position {batch_index}")
-        return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,))
+        return self.primary.logits_row(batch_index)
 
     def request_abort(self) -> None:
-        """Make the running llama_decode stop at its next graph (safe from another thread)."""
-        if self.context:
-            llama_cpp.llama_set_abort_callback(self.context, _abort_now, ctypes.c_void_p())
+        """Make every context's running llama_decode stop at its next graph (safe from another thread)."""
+        for context in self.contexts:
+            context.request_abort()
 
     def close(self) -> None:
-        if getattr(self, "context", None):
-            llama_cpp.llama_free(self.context)
-            self.context = None
+        for context in getattr(self, "contexts", ()):
+            context.close()
         if getattr(self, "model", None):
             llama_cpp.llama_model_free(self.model)
             self.model = None

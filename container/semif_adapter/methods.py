@@ -15,6 +15,7 @@ Every method goes through the same tokenizer and engine, hence the same prefix c
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -184,6 +185,7 @@ class BaselineCache:
     def __init__(self, entries: int = BASELINE_CACHE_ENTRIES) -> None:
         self._entries: OrderedDict[BaselineKey, dict[str, float]] = OrderedDict()
         self._limit = entries
+        self._lock = threading.Lock()  # shared by the decision workers
 
     @staticmethod
     def key(request: DecisionRequest) -> BaselineKey:
@@ -192,15 +194,17 @@ class BaselineCache:
         return decision.question, tuple(sorted((o.id, o.description) for o in decision.options))
 
     def get(self, key: BaselineKey) -> dict[str, float] | None:
-        found = self._entries.get(key)
-        if found is not None:
-            self._entries.move_to_end(key)
-        return found
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
 
     def put(self, key: BaselineKey, scores: dict[str, float]) -> None:
-        self._entries[key] = scores
-        while len(self._entries) > self._limit:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = scores
+            while len(self._entries) > self._limit:
+                self._entries.popitem(last=False)
 
 
 class Pmi:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,10 +58,15 @@ def _charge(key: tuple[str, ...], saved: SavedPrefix) -> int:
 
 
 class PrefixCache:
-    """LRU by bytes; `put` of an entry larger than the whole budget is refused (it would evict everything)."""
+    """LRU by bytes; `put` of an entry larger than the whole budget is refused (it would evict everything).
+
+    Shared by the decision workers, so every method holds the lock; `evaluating` lets one worker at a time
+    evaluate a given prefix while the others wait to restore it (two clients of one new state, at once)."""
 
     def __init__(self, budget_bytes: int) -> None:
         self.budget = budget_bytes
+        self._lock = threading.Condition()
+        self._in_flight: set[tuple[str, ...]] = set()
         self._entries: OrderedDict[tuple[str, ...], SavedPrefix] = OrderedDict()
         self._pinned: dict[tuple[str, ...], SavedPrefix] = {}
         self._order: list[tuple[str, bytes, tuple[str, ...]]] = []  # (head text, state tokens, key), sorted
@@ -67,20 +74,46 @@ class PrefixCache:
         self.hits = self.misses = self.evictions = self.openings = 0
 
     def __len__(self) -> int:
-        return len(self._entries) + len(self._pinned)
+        with self._lock:
+            return len(self._entries) + len(self._pinned)
+
+    def holds(self, key: tuple[str, ...]) -> bool:
+        """Whether `key` is saved (a look that is not a use: no hit, no LRU move)."""
+        with self._lock:
+            return key in self._pinned or key in self._entries
 
     def get(self, key: tuple[str, ...]) -> SavedPrefix | None:
-        saved = self._pinned.get(key) or self._entries.get(key)
-        if saved is None:
-            self.misses += 1
-            return None
-        if key in self._entries:
-            self._entries.move_to_end(key)
-        self.hits += 1
-        return saved
+        with self._lock:
+            saved = self._pinned.get(key) or self._entries.get(key)
+            if saved is None:
+                self.misses += 1
+                return None
+            if key in self._entries:
+                self._entries.move_to_end(key)
+            self.hits += 1
+            return saved
+
+    @contextmanager
+    def evaluating(self, key: tuple[str, ...]) -> Iterator[None]:
+        """While this worker evaluates the prefix `key`: another worker entering for the same key waits until this
+        one leaves (by then it is saved, if it fits), instead of evaluating it a second time alongside."""
+        with self._lock:
+            while key in self._in_flight:
+                self._lock.wait()
+            self._in_flight.add(key)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight.discard(key)
+                self._lock.notify_all()
 
     def put(self, key: tuple[str, ...], saved: SavedPrefix, *, pinned: bool = False) -> bool:
         """Keep `saved` under `key`; False when it does not fit the budget (pinned entries always fit)."""
+        with self._lock:
+            return self._put(key, saved, pinned)
+
+    def _put(self, key: tuple[str, ...], saved: SavedPrefix, pinned: bool) -> bool:
         if key in self._entries or key in self._pinned:
             return True
         charge = _charge(key, saved)
@@ -105,23 +138,32 @@ class PrefixCache:
     def neighbours(self, head: str, state: Sequence[int]) -> list[tuple[tuple[str, ...], np.ndarray]]:
         """(key, state tokens) of the entries under `head` nearest to a new `state` in token order: among them
         are the ones sharing the longest opening with it."""
-        place = bisect.bisect_left(self._order, (head, token_bytes(state)))
-        nearby = self._order[max(0, place - NEIGHBOURS):place + NEIGHBOURS]
+        probe = (head, token_bytes(state))
+        with self._lock:
+            place = bisect.bisect_left(self._order, probe)
+            nearby = self._order[max(0, place - NEIGHBOURS):place + NEIGHBOURS]
         return [(key, bytes_tokens(tokens)) for entry_head, tokens, key in nearby if entry_head == head]
 
-    def opening(self, key: tuple[str, ...]) -> SavedPrefix:
-        """The entry whose opening a new state keeps: used (LRU), counted as an opening hit, not a hit."""
-        self._entries.move_to_end(key)
-        self.openings += 1
-        return self._entries[key]
+    def opening(self, key: tuple[str, ...]) -> SavedPrefix | None:
+        """The entry whose opening a new state keeps: used (LRU), counted as an opening hit, not a hit; None when
+        another worker's `put` evicted it since `neighbours` named it."""
+        with self._lock:
+            saved = self._entries.get(key)
+            if saved is not None:
+                self._entries.move_to_end(key)
+                self.openings += 1
+            return saved
 
     def wants(self, key: tuple[str, ...], size: int) -> bool:
         """Whether an entry of about `size` bytes would be kept: skip copying one that would not."""
-        return key not in self._entries and size + KEY_OVERHEAD_BYTES <= self.budget
+        with self._lock:
+            return key not in self._entries and size + KEY_OVERHEAD_BYTES <= self.budget
 
     def stats(self) -> dict[str, int]:
-        return {"entries": len(self), "bytes": self.bytes, "budget": self.budget, "hits": self.hits,
-                "misses": self.misses, "evictions": self.evictions, "openings": self.openings}
+        with self._lock:
+            return {"entries": len(self._entries) + len(self._pinned), "bytes": self.bytes, "budget": self.budget,
+                    "hits": self.hits, "misses": self.misses, "evictions": self.evictions,
+                    "openings": self.openings}
 
 
 def memory_limit() -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 
 from .methods import MethodScores
@@ -32,20 +33,23 @@ class ResultCache:
     def __init__(self, entries: int) -> None:
         self._entries: OrderedDict[bytes, MethodScores] = OrderedDict()
         self._limit = entries
+        self._lock = threading.Lock()  # shared by the decision workers
         self.hits = self.misses = 0
 
     def get(self, key: bytes) -> MethodScores | None:
-        found = self._entries.get(key)
-        if found is None:
-            self.misses += 1
-            return None
-        self._entries.move_to_end(key)
-        self.hits += 1
-        return found
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return found
 
     def put(self, key: bytes, scores: MethodScores) -> None:
         if self._limit <= 0:
             return
-        self._entries[key] = scores
-        while len(self._entries) > self._limit:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = scores
+            while len(self._entries) > self._limit:
+                self._entries.popitem(last=False)

@@ -1,7 +1,10 @@
-"""Owns the model and the one worker thread that may touch it; admits work boundedly, batches included.
+"""Owns the model and the decision workers, one context each; admits work boundedly, batches included.
 
-llama.cpp contexts are not thread-safe, and on a CPU one decode already uses every core, so decisions run one
-at a time on a single worker (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Admission
+llama.cpp contexts are not thread-safe, so each decision worker owns a context of its own on the one model
+(`SEMIF_WORKERS`, 2 on a CPU): two decisions at once on one thread each outrun one decision at a time on both
+cores, and a lone decision still gets every core (`core_share`). The workers share the host prefix cache, the
+result cache and pmi's baselines; a decision's numbers do not depend on which worker ran it, nor on what ran
+beside it (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Admission
 counts decisions, not requests: a batch of N lines takes N places of `queue_size` (a batch larger than the whole
 queue is admitted only when nothing else is), and beyond that work is refused at once with 503 + Retry-After
 instead of timing out. A batch runs in an order that maximises prefix reuse (grouped by state, then criterion);
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 import time
 from collections.abc import Sequence
@@ -19,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .core_share import CoreShare
 from .integrity import digest
 from .kv_engine import DecisionEngine, DecodeAbortedError
 from .llama_runtime import LlamaRuntime
@@ -29,7 +34,7 @@ from .request_schema import Decision, DecisionRequest, Option, RequestError, Sco
 from .response import ModelIdentity, Timing, render
 from .result_cache import ResultCache, result_key
 from .scoring import score
-from .settings import Settings
+from .settings import DEFAULT_CPU_WORKERS, Settings
 from .tokens import PromptTokenizer, PromptTooLongError, check_exact
 
 LOG = logging.getLogger("semif_adapter")
@@ -76,7 +81,9 @@ class DecisionService:
     def __init__(self, settings: Settings, model_path: Path) -> None:
         self.settings = settings
         self.model_path = model_path
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-worker")
+        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-load")
+        self._executor: ThreadPoolExecutor | None = None  # one thread per worker, once the model is loaded
+        self._idle: queue.SimpleQueue[Work] = queue.SimpleQueue()  # each worker's engine, while it is free
         self._admitted = 0
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -84,8 +91,8 @@ class DecisionService:
         self._pending: set[Future[Decided]] = set()
         self._waiting: set[asyncio.Future[Decided]] = set()  # what requests await; cancelled at the deadline
         self._runtime: LlamaRuntime | None = None
-        self._engine: DecisionEngine | None = None
-        self._work: Work | None = None
+        self._engines: list[DecisionEngine] = []
+        self.workers = 0
         self._methods: dict[str, Method] = {}
         self._identity: ModelIdentity | None = None
         self._results = ResultCache(settings.result_cache_entries)
@@ -97,8 +104,8 @@ class DecisionService:
 
     # -- start-up --------------------------------------------------------------------------------------
     def load(self) -> Future[None]:
-        """Verify, load and warm up on the worker thread; the future fails if the model cannot serve."""
-        return self._executor.submit(self._load)
+        """Verify, load and warm up on a thread of its own; the future fails if the model cannot serve."""
+        return self._loader.submit(self._load)
 
     def _load(self) -> None:
         started = time.perf_counter()
@@ -111,10 +118,15 @@ class DecisionService:
         letters = Letters(letters_frame, runtime.slot_tokens(letters_frame))
         self._methods = {method.name: method for method in (letters, likelihood, Pmi(likelihood))}
         tokenizer = PromptTokenizer(runtime)
+        self.workers = self.settings.workers or (min(DEFAULT_CPU_WORKERS, self.settings.threads_batch)
+                                                 if runtime.cpu_only else 1)
         self.prefix_cache = PrefixCache(self.settings.cache_bytes if self.settings.cache_bytes is not None
-                                        else default_budget(model.bytes, runtime.context_bytes))
-        self._engine = DecisionEngine(runtime, self.prefix_cache)
-        self._work = Work(tokenizer, self._engine)
+                                        else default_budget(model.bytes, runtime.context_bytes * self.workers))
+        cores = CoreShare(self.settings.threads_batch) if self.workers > 1 else None
+        contexts = [runtime.primary, *(runtime.new_context() for _ in range(self.workers - 1))]
+        self._engines = [DecisionEngine(runtime, self.prefix_cache, context, cores) for context in contexts]
+        for engine in self._engines:
+            self._idle.put(Work(tokenizer, engine))
         self._identity = ModelIdentity.of(model, runtime.facts)
         probes = [DecisionRequest(decision=WARMUP_DECISION.model_copy(update={"state": state}))
                   for state in EXACTNESS_PROBES]
@@ -132,21 +144,27 @@ class DecisionService:
             "head_tokens": {name: len(tokenizer.head(frame.head)) for name, frame in
                             (("letters", letters_frame), ("likelihood", answers_frame), ("pmi", answers_frame))},
             "calibration": self.settings.calibration.sha256[:12] if self.settings.calibration else None,
-            "prefix_cache_bytes": self.prefix_cache.budget, "threads": self.settings.threads,
+            "prefix_cache_bytes": self.prefix_cache.budget, "threads": self.settings.threads, "workers": self.workers,
             "queue_size": self.settings.queue_size, "body_timeout_seconds": self.settings.body_timeout_seconds}})
+        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="llama-worker")
         self._ready.set()  # after the line: whoever sees /ping 200 finds "ready" in the log
         self._executor.submit(self._enable_partial_reuse,
                               [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()])
 
     def _enable_partial_reuse(self, probe_tokens: list[int]) -> None:
-        """The worker's first job after /ping says 200: health checks need not wait for this probe (~1.5 s here);
-        decisions that arrive meanwhile wait for it, and score the same either way."""
-        assert self._engine is not None
+        """The workers' first job after /ping says 200, on one engine, then the rule for all (they share one model):
+        health checks need not wait for this probe (~1.5 s here); decisions that arrive meanwhile run without
+        partial reuse, and score the same either way."""
         started = time.perf_counter()
+        work = self._idle.get()
         try:
-            why_off = self._engine.enable_partial_reuse(probe_tokens)
+            why_off = work.engine.enable_partial_reuse(probe_tokens)
         except DecodeAbortedError:
             why_off = ["the probe was stopped (drain deadline)"]
+        finally:
+            self._idle.put(work)
+        for engine in self._engines:
+            engine.reuse = work.engine.reuse
         LOG.info("partial reuse", extra={"fields": {"enabled": not why_off, "why_off": why_off[:4],
                                                     "probe_ms": round((time.perf_counter() - started) * 1000, 1)}})
 
@@ -175,6 +193,7 @@ class DecisionService:
         with self._lock:
             self._admit(len(requests))
             jobs: dict[int, Future[Decided]] = {}
+            assert self._executor is not None  # ready
             for index in reuse_order(requests, self.settings.scoring):
                 job = self._executor.submit(self._decide, requests[index], admitted_at)
                 self._pending.add(job)
@@ -233,18 +252,26 @@ class DecisionService:
         for waiter in list(self._waiting):
             waiter.cancel()  # the request stops waiting, whatever the worker is doing
         if pending and self._runtime is not None:
-            self._runtime.request_abort()
+            self._runtime.request_abort()  # every worker's context
 
     # -- one decision (worker thread) ------------------------------------------------------------------------
+    def _score(self, request: DecisionRequest, method: str) -> MethodScores:
+        """On whichever worker's engine is free: there is one per executor thread, so one always is."""
+        work = self._idle.get()
+        try:
+            return self._methods[method].score(request, work)
+        finally:
+            self._idle.put(work)
+
     def _decide(self, request: DecisionRequest, admitted_at: float) -> Decided:
-        assert self._work is not None and self._identity is not None
+        assert self._identity is not None
         started = time.perf_counter()
         method = request.method(self.settings.scoring)
         key = result_key(request, method)
         raw: MethodScores | None = self._results.get(key)
         source = "result" if raw is not None else None
         if raw is None:
-            raw = self._methods[method].score(request, self._work)
+            raw = self._score(request, method)
             self._results.put(key, raw)
         scores = score(raw, method, request.temperature, self.settings.calibration)
         finished = time.perf_counter()
@@ -263,9 +290,11 @@ class DecisionService:
     def close(self) -> None:
         """Finish the running decision, then free the native objects."""
         self._ready.clear()
-        self._executor.shutdown(wait=True, cancel_futures=True)
-        if self._engine is not None:
-            self._engine.close()
+        self._loader.shutdown(wait=True, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        for engine in self._engines:
+            engine.close()
         if self._runtime is not None:
             self._runtime.close()
 

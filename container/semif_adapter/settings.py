@@ -27,6 +27,7 @@ DEFAULT_SCORING = "pmi"  # measured best on the labelled set (README, "Decision 
 ABORT_GRACE_SECONDS = 5.0  # after the drain deadline: time for an aborted decode to return (one ubatch)
 SAGEMAKER_STOP_SECONDS = 30  # SageMaker sends SIGKILL this long after SIGTERM
 DEFAULT_RESULT_CACHE_ENTRIES = 4096
+DEFAULT_CPU_WORKERS = 2  # measured on 2 cores: README, "Throughput under interleaved traffic"
 # Every SEMIF_* setting the adapter reads, with what it does: the CDK app refuses any other key (a typo such as
 # SEMIF_QUEUE_SIZ would otherwise be ignored silently) and suggests the closest of these.
 SEMIF_KEYS: dict[str, str] = {
@@ -42,7 +43,10 @@ SEMIF_KEYS: dict[str, str] = {
     "SEMIF_CACHE_BYTES": "host-memory cache of evaluated prefixes, in bytes (default: from the memory limit)",
     "SEMIF_RESULT_CACHE_ENTRIES": "identical requests answered from memory: how many answers are kept",
     "SEMIF_ENDPOINT_NAME": "the endpoint name, a dimension of the adapter's CloudWatch metrics",
+    "SEMIF_WORKERS": "decisions evaluated at once, each on a llama.cpp context of its own (default: 2 on a CPU, "
+                     "1 with layers on a GPU)",
 }
+MAX_WORKERS = 16  # each worker's context holds a KV cache of its own
 
 
 class SettingsError(ValueError):
@@ -85,6 +89,7 @@ class Settings:
     cache_bytes: int | None = None  # None: sized from the memory limit at start-up
     result_cache_entries: int = DEFAULT_RESULT_CACHE_ENTRIES
     endpoint_name: str | None = None
+    workers: int | None = None  # None: DEFAULT_CPU_WORKERS on a CPU (at most the threads), 1 with a GPU
 
 
 def cpu_quota() -> int:
@@ -193,4 +198,13 @@ def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | Non
         cache_bytes=_optional_int(env, SEMIF_PREFIX + "CACHE_BYTES", 0),
         result_cache_entries=_int(env, SEMIF_PREFIX + "RESULT_CACHE_ENTRIES", DEFAULT_RESULT_CACHE_ENTRIES, 0),
         endpoint_name=env.get(SEMIF_PREFIX + "ENDPOINT_NAME") or None,
+        workers=_workers(env),
     )
+
+
+def _workers(env: Mapping[str, str]) -> int | None:
+    key = SEMIF_PREFIX + "WORKERS"
+    workers = _optional_int(env, key, 1)
+    if workers is not None and workers > MAX_WORKERS:
+        raise SettingsError(key, f"at most {MAX_WORKERS}, got {workers}")
+    return workers

@@ -8,6 +8,7 @@ makes the concatenation equal to the whole prompt's own tokenization (what llama
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -62,17 +63,21 @@ class TokenCache:
         self._tokenize, self._budget = tokenize, budget
         self._entries: OrderedDict[str, tuple[int, ...]] = OrderedDict()
         self._size = 0
+        self._lock = threading.Lock()  # the decision workers share it; tokenizing happens outside the lock
 
     def __call__(self, text: str) -> tuple[int, ...]:
-        tokens = self._entries.get(text)
-        if tokens is not None:
-            self._entries.move_to_end(text)
-            return tokens
+        with self._lock:
+            tokens = self._entries.get(text)
+            if tokens is not None:
+                self._entries.move_to_end(text)
+                return tokens
         tokens = self._tokenize(text)
-        self._entries[text] = tokens
-        self._size += len(tokens)
-        while self._size > self._budget:
-            self._size -= len(self._entries.popitem(last=False)[1])
+        with self._lock:
+            if text not in self._entries:
+                self._entries[text] = tokens
+                self._size += len(tokens)
+            while self._size > self._budget:
+                self._size -= len(self._entries.popitem(last=False)[1])
         return tokens
 
 

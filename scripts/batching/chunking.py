@@ -1,7 +1,7 @@
 """Lines packed into JSON Lines requests: under the body limit and a decisions-per-request cap, in file order.
 
 The byte limit keeps each request under SageMaker's real-time payload limit; the cap keeps each request's
-answer well inside the 60 s SageMaker allows an invocation (the adapter decides one at a time, so a request's
+answer well inside the 60 s SageMaker allows an invocation (the adapter decides a few at a time, so a request's
 time grows with its lines) and its place in the adapter's queue small enough for other requests to share it.
 A line larger than the limit on its own can never be sent and is answered locally with an error.
 """

@@ -31,7 +31,7 @@ from .resume import Previous
 from .s3_objects import S3Location, download, find_output, upload
 from .targets import MEDIA_TYPE
 
-INVOCATIONS_TIMEOUT_S = 3600  # SageMaker's maximum; a request of MaxPayloadInMB lines, decided one at a time
+INVOCATIONS_TIMEOUT_S = 3600  # SageMaker's maximum; a request of MaxPayloadInMB lines, decided a few at a time
 INVOCATIONS_MAX_RETRIES = 1  # SageMaker allows 0-3; a request of a thousand decisions is costly to repeat
 RUNNING = frozenset({"InProgress", "Stopping"})
 MEGABYTE = 1_000_000  # the smaller reading of MaxPayloadInMB's "MB", so a line that fits here fits there

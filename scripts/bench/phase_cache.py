@@ -51,7 +51,7 @@ def _tiny_batch(first: int, count: int) -> bytes:
 
 def memory_phase(model_path: Path, context_bytes: int, config: Config) -> dict[str, Any]:
     """RSS of an adapter with a small prefix cache, read while it answers `states` decisions about distinct
-    states (JSON Lines batches), against SEMIF_CACHE_BYTES + model file + the context's KV cache."""
+    states (JSON Lines batches), against SEMIF_CACHE_BYTES + model file + the KV cache of each worker's context."""
     memory = config.memory
     env = {"SEMIF_CACHE_BYTES": str(memory.cache_bytes), "SEMIF_QUEUE_SIZE": str(max(32, memory.batch))}
     batches = -(-memory.states // memory.batch)
@@ -73,11 +73,12 @@ def memory_phase(model_path: Path, context_bytes: int, config: Config) -> dict[s
                 readings.append({"states": batch * memory.batch + count, "rss_kib": adapter.rss_kib() or 0})
         seconds = time.perf_counter() - started
     model_bytes = model_path.stat().st_size
-    bound = memory.cache_bytes + model_bytes + context_bytes
+    contexts = int(ready.get("workers") or 1)  # each decision worker has a context (a KV cache) of its own
+    bound = memory.cache_bytes + model_bytes + context_bytes * contexts
     peak = max(reading["rss_kib"] for reading in readings) * 1024
     return {"states": memory.states, "batch": memory.batch, "cache_bytes": memory.cache_bytes,
             "cache_bytes_reported": ready.get("prefix_cache_bytes"), "model_bytes": model_bytes,
-            "context_bytes": context_bytes, "bound_bytes": bound, "allowed_bytes": int(bound * MEMORY_SLACK),
+            "context_bytes": context_bytes, "contexts": contexts, "bound_bytes": bound, "allowed_bytes": int(bound * MEMORY_SLACK),
             "rss_start_bytes": start_kib * 1024, "rss_peak_bytes": peak, "readings": readings, "errors": errors,
             "growth_bytes": peak - start_kib * 1024,
             "seconds": round(seconds, 1), "decisions_per_s": round(memory.states / seconds, 2) if seconds else None,

@@ -31,9 +31,9 @@ def _load_section(load: dict[str, Any]) -> list[str]:
         ["RSS growth (limit 5%)", f"{rss.get('growth', 0):.2%}"],
         ["answered while the slow senders were connected", load["answered_200_while_slow_senders_connected"]],
     ])
-    lines += ["The adapter decides one request at a time by design (one worker owns the model), so under N "
-              "closed-loop clients a request waits for the N - 1 ahead of it: latency is about N times the "
-              "service time, and throughput is the figure that measures the adapter.", ""]
+    lines += ["The adapter decides as many requests at once as it has workers (SEMIF_WORKERS, 2 on a CPU), so "
+              "under N closed-loop clients a request waits for most of the others ahead of it: latency grows with "
+              "N times the service time, and throughput is the figure that measures the adapter.", ""]
     lines += _table(["slow sender", "expected", "got", "after"], [
         [s["name"], s["expect"], f"{s['status']} {s['code'] or ''}", f"{s['seconds']} s"]
         for s in load["slow_senders"]])

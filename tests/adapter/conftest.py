@@ -16,6 +16,8 @@ from scripts.local.endpoints import start_decision_container
 from scripts.local.processes import ChildError, wait_for_ping
 from scripts.reliability.bodies import decision
 from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.llama_runtime import LlamaRuntime
+from semif_adapter.settings import load_settings
 
 START_TIMEOUT = 60.0
 
@@ -88,3 +90,11 @@ def client(adapter: AdapterProcess) -> Iterator[httpx.Client]:
 def make_decision() -> Callable[..., dict[str, Any]]:
     """The project's one request builder (id "case-1", three options), as a fixture."""
     return decision
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[LlamaRuntime]:
+    """The real model in process, one per test module (engines on it see every cache state)."""
+    runtime = LlamaRuntime(embedded_model_path(), load_settings({"SM_LLAMA_CPP_CTX_SIZE": "2048"}))
+    yield runtime
+    runtime.close()

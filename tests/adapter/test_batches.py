@@ -15,6 +15,8 @@ import jsonschema
 from scripts.local.processes import wait_until
 from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.metrics import NAMESPACE
+from semif_adapter.request_schema import DecisionRequest
+from semif_adapter.service import reuse_order
 
 JSONL = {"content-type": "application/jsonlines"}
 OPTIONS = [("billing", "Billing"), ("shipping", "Shipping"), ("technical", "Technical support")]
@@ -42,12 +44,27 @@ def bodies(make_decision, scoring: str = "letters") -> list[dict]:
 def test_json_lines_answers_are_the_single_answers_in_input_order(client, make_decision):
     requests = bodies(make_decision, "pmi") + bodies(make_decision, "letters")
     random.Random(7).shuffle(requests)  # states interleaved: the batch regroups them, only the speed changes
-    singles = [without_timing(client.post("/invocations", json=body).json()) for body in requests]
+    singles = [client.post("/invocations", json=body).json() for body in requests]
     payload = "".join(json.dumps(body) + "\n" for body in requests)
     answers = lines_of(client.post("/invocations", content=payload, headers=JSONL))
-    assert [without_timing(answer) for answer in answers] == singles
-    # regrouped by state: every state was evaluated once per method, the other lines found it cached
-    assert sum(a["timing"]["cache_source"] == "kv" for a in answers) >= len(requests) - 2 * len(STATES)
+    assert [without_timing(answer) for answer in answers] == [without_timing(single) for single in singles]
+    # whichever worker ran a line, its whole prefix came from a cache (the one it held, or the host's)
+    assert all(answer["timing"]["cache_source"] in ("kv", "host") for answer in answers)
+    prefixes: dict[tuple[str, str], set[int]] = {}
+    for body, answer, single in zip(requests, answers, singles, strict=True):
+        assert answer["timing"]["evaluated_tokens"] <= single["timing"]["evaluated_tokens"]
+        prefixes.setdefault((body["scoring"], body["decision"]["state"]), set()).add(answer["timing"]["cached_tokens"])
+    assert all(len(cached) == 1 for cached in prefixes.values()), prefixes  # each line of a state: all of it
+
+
+def test_a_batch_runs_grouped_by_method_then_state_then_criterion(make_decision):
+    requests = [DecisionRequest.model_validate(body) for body in bodies(make_decision, "pmi") + bodies(make_decision)]
+    random.Random(3).shuffle(requests)
+    order = [requests[i] for i in reuse_order(requests, "pmi")]
+    keys = [(r.method("pmi"), r.decision.state) for r in order]
+    runs = [key for index, key in enumerate(keys) if index == 0 or key != keys[index - 1]]
+    assert len(runs) == len(set(runs)) == 2 * len(STATES)  # each method + state once, its lines together
+    assert len([k for i, k in enumerate(runs) if i == 0 or k[0] != runs[i - 1][0]]) == 2  # each method together
 
 
 def test_bad_lines_are_answered_in_place_and_the_rest_is_served(client, make_decision):

@@ -43,8 +43,9 @@ def test_ping_is_503_until_warm_then_200_with_empty_body(start_adapter, make_dec
     assert seen_not_ready and seen_refused_invocation, "the loading window was never observed"
     ready_line = next(json.loads(line) for line in process.logs().splitlines() if '"event": "ready"' in line)
     assert ready_line["warmup_prompt_tokens"] > 0  # /ping said 200 only after a warm-up decision
-    # the split-decode probe runs after /ping said 200, as the worker's first job: a decision waits for it
+    # the split-decode probe runs after /ping said 200, as one worker's first job; decisions are answered meanwhile
     assert httpx.post(process.url + "/invocations", json=make_decision(), timeout=30).status_code == 200
+    wait_until(lambda: '"event": "partial reuse"' in process.logs(), timeout_s=30, what="the partial reuse probe")
     reuse_line = next(json.loads(line) for line in process.logs().splitlines() if '"event": "partial reuse"' in line)
     assert reuse_line["enabled"] is True and reuse_line["why_off"] == [] and reuse_line["probe_ms"] > 0
 

@@ -8,6 +8,8 @@ import httpx
 import numpy as np
 from support.decisions import decide, decide_together
 
+from semif_adapter.settings import cpu_quota
+
 SAME_STATE = "Order 7781: the parcel left the warehouse on Monday; tracking has not updated for 9 days."
 
 
@@ -129,7 +131,8 @@ def test_same_numbers_whatever_the_thread_count(adapter, client, start_adapter, 
     """A shared endpoint runs the model on 1 thread, a dedicated one on every vCPU: the same bits either way."""
     one_thread = start_adapter({**adapter.env, "SM_LLAMA_CPP_THREADS": "1"})  # the shared adapter but its threads
     one_thread.wait_ready()
-    assert '"threads": 1' in one_thread.logs()
+    assert '"threads": 1, "workers": 1' in one_thread.logs()  # one core: one worker, one decision at a time
+    assert f'"workers": {min(2, cpu_quota())}' in adapter.logs()  # the shared adapter: two at once on 2 cores
     with httpx.Client(base_url=one_thread.url, timeout=120) as single:
         for scoring in ("letters", "likelihood", "pmi"):
             body = make_decision(state=LONG_STATE, scoring=scoring)

@@ -8,72 +8,18 @@ from __future__ import annotations
 
 import ctypes
 import random
-from collections.abc import Iterator
 from dataclasses import replace
 
 import llama_cpp
 import pytest
+from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, tail
 
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import LlamaRuntime, TooManyTokensError
-from semif_adapter.methods import Letters, Likelihood, Pmi, Work, answer_reads
+from semif_adapter.methods import answer_reads
 from semif_adapter.partial_reuse import PROBE_SPLITS, ReuseRule, common_prefix, verify_on
 from semif_adapter.prefix_cache import KEY_OVERHEAD_BYTES, PrefixCache, SavedPrefix, default_budget, token_bytes
-from semif_adapter.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
-from semif_adapter.request_schema import DecisionRequest
 from semif_adapter.service import EXACTNESS_PROBES
-from semif_adapter.settings import load_settings
-from semif_adapter.tokens import PromptTokenizer, check_exact
-
-STATES = ["Order 1182 arrived with a cracked screen.", {"ticket": 7, "text": "Where is my parcel? 9 days late."},
-          ["charged twice", "order 7", 3]]
-QUESTIONS = ["What should support do next?", "Which team handles this?"]
-OPTIONS = [{"id": "refund", "description": "Refund the order"}, {"id": "replace", "description": "Send a new one"},
-           {"id": "human", "description": "Ask a human agent"}]
-
-
-OPENING = "Ticket 1042 from a gold customer, account 88-231, region eu-west, channel email. "
-WORDS = ["the", "invoice", "for", "November", "was", "charged", "twice", "to", "card", "ending", "in", "and", "they",
-         "want", "one", "charge", "refunded", "before", "weekend", "with", "a", "written", "confirmation"]
-
-
-def tail(seed: int, count: int) -> str:
-    """Words that tokenize to about `count` tokens, different for each seed."""
-    return " ".join(random.Random(seed).choice(WORDS) for _ in range(count))
-
-
-class Engine:
-    """The adapter's tokenizer, engine and methods on one context, with a cache of a chosen size."""
-
-    def __init__(self, runtime: LlamaRuntime, cache_bytes: int) -> None:
-        self.runtime = runtime
-        self.cache = PrefixCache(cache_bytes)
-        self.tokenizer = PromptTokenizer(runtime)
-        self.engine = DecisionEngine(runtime, self.cache)
-        self.work = Work(self.tokenizer, self.engine)
-        letters_frame = runtime.chat_frame(None, LETTERS_SYSTEM_TEXT)
-        self.letters = Letters(letters_frame, runtime.slot_tokens(letters_frame))
-        self.likelihood = Likelihood(runtime.chat_frame(None, ANSWERS_SYSTEM_TEXT))
-        self.methods = {"letters": self.letters, "likelihood": self.likelihood, "pmi": Pmi(self.likelihood)}
-
-    def enable_partial_reuse(self) -> list[str]:
-        probes = [request_of(state, QUESTIONS[0]) for state in EXACTNESS_PROBES]
-        return self.engine.enable_partial_reuse([t for r in probes
-                                                 for t in self.tokenizer.tokens(self.letters.plan(r)).joined()])
-
-    def score(self, method: str, state: object, question: str, options: list[dict] = OPTIONS) -> tuple:
-        request = request_of(state, question, options)
-        raw = self.methods[method].score(request, self.work)
-        return raw.option_logits.tobytes(), raw.effort.cache_source, raw.effort.cached_tokens
-
-    def close(self) -> None:
-        self.engine.close()
-
-
-def request_of(state: object, question: str, options: list[dict] = OPTIONS) -> DecisionRequest:
-    return DecisionRequest.model_validate({"decision": {"id": "t", "state": state, "question": question,
-                                                        "options": options}})
+from semif_adapter.tokens import check_exact
 
 
 def uncached(runtime: LlamaRuntime, states: list[str]) -> dict[int, bytes]:
@@ -84,13 +30,6 @@ def uncached(runtime: LlamaRuntime, states: list[str]) -> dict[int, bytes]:
         reference[index] = Engine(runtime, 0).score("letters", state, QUESTIONS[0])[0]
     llama_cpp.llama_memory_clear(runtime.memory, False)
     return reference
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[LlamaRuntime]:
-    runtime = LlamaRuntime(embedded_model_path(), load_settings({"SM_LLAMA_CPP_CTX_SIZE": "2048"}))
-    yield runtime
-    runtime.close()
 
 
 def test_random_interleavings_and_evictions_never_change_a_number(runtime):

@@ -85,6 +85,8 @@ def test_one_map_configures_both_endpoints_and_gpu_offloads_every_layer() -> Non
      "environments.dev.decision.env.QUEUE_SIZE", "start with SEMIF_"),
     ("dev", {"decision": {"env": {"SEMIF_QUEUE_SIZE": "lots"}}},
      "environments.dev.decision.env.SEMIF_QUEUE_SIZE", "expected an integer"),
+    ("dev", {"decision": {"env": {"SEMIF_WORKERS": "40"}}},
+     "environments.dev.decision.env.SEMIF_WORKERS", "at most 16"),
     ("dev", {"chat": {"env": {"SEMIF_QUEUE_SIZE": "8"}}},
      "environments.dev.chat.env", "reads only SM_LLAMA_CPP_*"),
     ("dev", {"chat": {"instance_count": 0}},

@@ -1,0 +1,60 @@
+"""The CPU cores shared by the decision workers: a lone decision gets all of them, concurrent ones split them.
+
+On a CPU one llama_decode spread over every core is not that many times faster than on one: its threads meet at
+a barrier after every graph node and share the memory bandwidth. Two contexts of one thread each, decoding at
+once, measured 1.10-1.20x the decisions per second of one context on both cores (2 cores, the embedded model;
+README, "Throughput under interleaved traffic"). A lone decision on one thread would take twice as long,
+though, so threads are granted per llama_decode call: all free cores to a worker that is alone, an equal share
+when several have a decision in progress. A call never starts with more threads than there are free cores
+(spinning barriers of an oversubscribed call stall on preempted threads), so a worker that arrives while another
+one's call holds every core waits for that call to end. No decode's numbers depend on its thread count
+(`tests/adapter/test_decisions.py::test_same_numbers_whatever_the_thread_count`), so only speed depends on this.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class CoreShare:
+    def __init__(self, cores: int) -> None:
+        if cores < 1:
+            raise ValueError(f"{cores} cores")
+        self.cores = cores
+        self._free = cores
+        self._working = 0  # workers with a decision in progress
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """Around one decision's evaluation: the worker counts towards the split while it has one."""
+        with self._changed:
+            self._working += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._working -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def threads(self) -> Iterator[int]:
+        """Cores for one llama_decode call: waits until one is free, then takes up to this worker's share."""
+        with self._changed:
+            while not self._free:
+                self._changed.wait()
+            granted = min(self._free, -(-self.cores // max(1, self._working)))  # a share, rounded up
+            self._free -= granted
+        try:
+            yield granted
+        finally:
+            with self._changed:
+                self._free += granted
+                self._changed.notify_all()
+
+    def snapshot(self) -> tuple[int, int]:
+        """(free cores, workers with a decision in progress), for tests and logs."""
+        with self._changed:
+            return self._free, self._working

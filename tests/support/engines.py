@@ -1,0 +1,66 @@
+"""The adapter's tokenizer, engine and methods in process on the real model, for tests that must see every cache
+state (tests/adapter/test_engine_caches.py, test_workers.py)."""
+
+from __future__ import annotations
+
+import random
+
+from semif_adapter.kv_engine import DecisionEngine
+from semif_adapter.llama_runtime import LlamaRuntime
+from semif_adapter.methods import Letters, Likelihood, Pmi, Work
+from semif_adapter.prefix_cache import PrefixCache
+from semif_adapter.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
+from semif_adapter.request_schema import DecisionRequest
+from semif_adapter.service import EXACTNESS_PROBES
+from semif_adapter.tokens import PromptTokenizer
+
+STATES = ["Order 1182 arrived with a cracked screen.", {"ticket": 7, "text": "Where is my parcel? 9 days late."},
+          ["charged twice", "order 7", 3]]
+QUESTIONS = ["What should support do next?", "Which team handles this?"]
+OPTIONS = [{"id": "refund", "description": "Refund the order"}, {"id": "replace", "description": "Send a new one"},
+           {"id": "human", "description": "Ask a human agent"}]
+
+
+OPENING = "Ticket 1042 from a gold customer, account 88-231, region eu-west, channel email. "
+WORDS = ["the", "invoice", "for", "November", "was", "charged", "twice", "to", "card", "ending", "in", "and", "they",
+         "want", "one", "charge", "refunded", "before", "weekend", "with", "a", "written", "confirmation"]
+
+
+def tail(seed: int, count: int) -> str:
+    """Words that tokenize to about `count` tokens, different for each seed."""
+    return " ".join(random.Random(seed).choice(WORDS) for _ in range(count))
+
+
+class Engine:
+    """The adapter's tokenizer, engine and methods on one context, with a cache of a chosen size."""
+
+    def __init__(self, runtime: LlamaRuntime, cache_bytes: int) -> None:
+        self.runtime = runtime
+        self.cache = PrefixCache(cache_bytes)
+        self.tokenizer = PromptTokenizer(runtime)
+        self.engine = DecisionEngine(runtime, self.cache)
+        self.work = Work(self.tokenizer, self.engine)
+        letters_frame = runtime.chat_frame(None, LETTERS_SYSTEM_TEXT)
+        self.letters = Letters(letters_frame, runtime.slot_tokens(letters_frame))
+        self.likelihood = Likelihood(runtime.chat_frame(None, ANSWERS_SYSTEM_TEXT))
+        self.methods = {"letters": self.letters, "likelihood": self.likelihood, "pmi": Pmi(self.likelihood)}
+
+    def enable_partial_reuse(self) -> list[str]:
+        probes = [request_of(state, QUESTIONS[0]) for state in EXACTNESS_PROBES]
+        return self.engine.enable_partial_reuse([t for r in probes
+                                                 for t in self.tokenizer.tokens(self.letters.plan(r)).joined()])
+
+    def score(self, method: str, state: object, question: str, options: list[dict] = OPTIONS) -> tuple:
+        request = request_of(state, question, options)
+        raw = self.methods[method].score(request, self.work)
+        return raw.option_logits.tobytes(), raw.effort.cache_source, raw.effort.cached_tokens
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def request_of(state: object, question: str, options: list[dict] = OPTIONS) -> DecisionRequest:
+    return DecisionRequest.model_validate({"decision": {"id": "t", "state": state, "question": question,
+                                                        "options": options}})
+
+
