@@ -16,7 +16,7 @@ def _mib(kib: float | None) -> str:
     return "n/a" if kib is None else f"{kib / 1024:.1f} MiB"
 
 
-def _load_section(load: dict[str, Any]) -> list[str]:
+def _load_section(load: dict[str, Any], workers: int) -> list[str]:
     config, latency, rss = load["config"], load["latency_ms"], load["rss"]
     lines = [f"## Decision endpoint under load ({config['clients']} clients, {config['duration_s']:.0f} s)", ""]
     lines += _table(["figure", "value"], [
@@ -31,9 +31,10 @@ def _load_section(load: dict[str, Any]) -> list[str]:
         ["RSS growth (limit 5%)", f"{rss.get('growth', 0):.2%}"],
         ["answered while the slow senders were connected", load["answered_200_while_slow_senders_connected"]],
     ])
-    lines += ["The adapter decides as many requests at once as it has workers (SEMIF_WORKERS, 2 on a CPU), so "
-              "under N closed-loop clients a request waits for most of the others ahead of it: latency grows with "
-              "N times the service time, and throughput is the figure that measures the adapter.", ""]
+    at_once = "one request at a time" if workers == 1 else f"{workers} requests at once"
+    lines += [f"The adapter under test decided {at_once} (`SEMIF_WORKERS`; by default 2 on a CPU, but at most its "
+              f"threads), so under N closed-loop clients a request waits for those ahead of it: latency is about "
+              f"N / {workers} times the service time, and throughput is the figure that measures the adapter.", ""]
     lines += _table(["slow sender", "expected", "got", "after"], [
         [s["name"], s["expect"], f"{s['status']} {s['code'] or ''}", f"{s['seconds']} s"]
         for s in load["slow_senders"]])
@@ -101,7 +102,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     if report["upstream_findings"]:
         lines += ["Upstream findings (llama-server itself; the stock DLC behaves the same):", ""]
         lines += [f"- {finding}" for finding in report["upstream_findings"]] + [""]
-    lines += _load_section(decision["load"])
+    # (a report from before SEMIF_WORKERS existed had one worker)
+    lines += _load_section(decision["load"], int(report["settings"]["adapter"].get("workers") or 1))
     lines += _inputs_section(report)
     lines += _faults_section(decision)
     lines += _chat_section(report["chat"])

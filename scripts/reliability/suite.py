@@ -29,7 +29,7 @@ from .properties import check_http, check_validation
 from .servers import Server, settings_in_use, start_chat, start_decision
 
 FAULTS = ("missing", "truncated", "two_models", "wrong_magic", "unreadable")
-ADAPTER_FIELDS = ("threads", "queue_size", "head_tokens", "load_ms", "model")  # from its `ready` log line
+ADAPTER_FIELDS = ("threads", "workers", "queue_size", "head_tokens", "load_ms", "model")  # from its `ready` log line
 
 
 @dataclass(frozen=True)
