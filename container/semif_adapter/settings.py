@@ -27,7 +27,7 @@ DEFAULT_SCORING = "pmi"  # measured best on the labelled set (README, "Decision 
 ABORT_GRACE_SECONDS = 5.0  # after the drain deadline: time for an aborted decode to return (one ubatch)
 SAGEMAKER_STOP_SECONDS = 30  # SageMaker sends SIGKILL this long after SIGTERM
 DEFAULT_RESULT_CACHE_ENTRIES = 4096
-DEFAULT_CPU_WORKERS = 2  # measured on 2 cores: README, "Throughput under interleaved traffic"
+DEFAULT_CPU_WORKERS = 2  # measured on 2 cores: README, "Benchmarks"
 # Every SEMIF_* setting the adapter reads, with what it does: the CDK app refuses any other key (a typo such as
 # SEMIF_QUEUE_SIZ would otherwise be ignored silently) and suggests the closest of these.
 SEMIF_KEYS: dict[str, str] = {

@@ -78,7 +78,8 @@ def memory_phase(model_path: Path, context_bytes: int, config: Config) -> dict[s
     peak = max(reading["rss_kib"] for reading in readings) * 1024
     return {"states": memory.states, "batch": memory.batch, "cache_bytes": memory.cache_bytes,
             "cache_bytes_reported": ready.get("prefix_cache_bytes"), "model_bytes": model_bytes,
-            "context_bytes": context_bytes, "contexts": contexts, "bound_bytes": bound, "allowed_bytes": int(bound * MEMORY_SLACK),
+            "context_bytes": context_bytes, "contexts": contexts, "bound_bytes": bound,
+            "allowed_bytes": int(bound * MEMORY_SLACK),
             "rss_start_bytes": start_kib * 1024, "rss_peak_bytes": peak, "readings": readings, "errors": errors,
             "growth_bytes": peak - start_kib * 1024,
             "seconds": round(seconds, 1), "decisions_per_s": round(memory.states / seconds, 2) if seconds else None,

@@ -187,7 +187,8 @@ def _cache_targets(results: dict[str, Any], table: list[dict[str, Any]]) -> list
             f"{memory['states']:,} distinct states",
             f"peak {memory['rss_peak_bytes'] / 2**20:.0f} MiB vs {memory['allowed_bytes'] / 2**20:.0f} MiB allowed "
             f"(cache {memory['cache_bytes'] / 2**20:.0f} + model {memory['model_bytes'] / 2**20:.0f} + "
-            f"{memory.get('contexts', 1)} x context {memory['context_bytes'] / 2**20:.0f} MiB, +10%); at start {memory['rss_start_bytes'] / 2**20:.0f} "
+            f"{memory.get('contexts', 1)} x context {memory['context_bytes'] / 2**20:.0f} MiB, +10%); "
+            f"at start {memory['rss_start_bytes'] / 2**20:.0f} "
             f"MiB, growth {memory['growth_bytes'] / 2**20:.0f} MiB; {memory['errors']} errors",
             memory["within"] and memory["errors"] == 0))
     costs = [(name, method, entry[method]["over_letters"].get("p50"))
