@@ -4,11 +4,12 @@ On a CPU one llama_decode spread over every core is not that many times faster t
 a barrier after every graph node and share the memory bandwidth. Two contexts of one thread each, decoding at
 once, serve more decisions per second than one context on both cores (2 cores, the embedded model: interleaved
 traffic 1.08x llama-server's throughput against 1.01x with one worker; README, "Benchmarks"). A lone decision
-on one thread would take twice as long, though, so threads are granted per llama_decode call: all free cores to a worker that is alone, an equal share
-when several have a decision in progress. A call never starts with more threads than there are free cores
-(spinning barriers of an oversubscribed call stall on preempted threads), so a worker that arrives while another
-one's call holds every core waits for that call to end. No decode's numbers depend on its thread count
-(`tests/adapter/test_decisions.py::test_same_numbers_whatever_the_thread_count`), so only speed depends on this.
+on one thread would take twice as long, though, so threads are granted per llama_decode call: all free cores to
+a worker that is alone, an equal share when several have a decision in progress. A call never starts with more
+threads than there are free cores (spinning barriers of an oversubscribed call stall on preempted threads), so a
+worker that arrives while another one's call holds every core waits for that call to end. No decode's numbers
+depend on its thread count (`tests/adapter/test_decisions.py::test_same_numbers_whatever_the_thread_count`), so
+only speed depends on this.
 """
 
 from __future__ import annotations
