@@ -56,6 +56,6 @@ class CoreShare:
                 self._changed.notify_all()
 
     def snapshot(self) -> tuple[int, int]:
-        """(free cores, workers with a decision in progress), for tests and logs."""
+        """(free cores, workers with a decision in progress): what the tests check."""
         with self._changed:
             return self._free, self._working

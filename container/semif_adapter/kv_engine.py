@@ -347,3 +347,11 @@ class DecisionEngine:
         np.exp(self._scratch, out=self._scratch)
         normalizer = float(peak) + float(np.log(self._scratch.sum(dtype=np.float64)))
         return Row(values=row[np.asarray(ids, dtype=np.int64)], log_normalizer=normalizer)
+
+
+def worker_engines(runtime: LlamaRuntime, cache: PrefixCache, workers: int, cores: int) -> list[DecisionEngine]:
+    """One engine per decision worker, each on a context of its own (the runtime's first, then new ones), sharing
+    the prefix cache and, when there are several, a `CoreShare` of `cores`."""
+    share = CoreShare(cores) if workers > 1 else None
+    contexts = [runtime.primary, *(runtime.new_context() for _ in range(workers - 1))]
+    return [DecisionEngine(runtime, cache, context, share) for context in contexts]

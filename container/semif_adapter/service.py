@@ -23,9 +23,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .core_share import CoreShare
 from .integrity import digest
-from .kv_engine import DecisionEngine, DecodeAbortedError
+from .kv_engine import DecisionEngine, DecodeAbortedError, worker_engines
 from .llama_runtime import LlamaRuntime
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
 from .prefix_cache import PrefixCache, default_budget
@@ -34,7 +33,7 @@ from .request_schema import Decision, DecisionRequest, Option, RequestError, Sco
 from .response import ModelIdentity, Timing, render
 from .result_cache import ResultCache, result_key
 from .scoring import score
-from .settings import DEFAULT_CPU_WORKERS, Settings
+from .settings import Settings
 from .tokens import PromptTokenizer, PromptTooLongError, check_exact
 
 LOG = logging.getLogger("semif_adapter")
@@ -118,13 +117,10 @@ class DecisionService:
         letters = Letters(letters_frame, runtime.slot_tokens(letters_frame))
         self._methods = {method.name: method for method in (letters, likelihood, Pmi(likelihood))}
         tokenizer = PromptTokenizer(runtime)
-        self.workers = self.settings.workers or (min(DEFAULT_CPU_WORKERS, self.settings.threads_batch)
-                                                 if runtime.cpu_only else 1)
+        self.workers = self.settings.worker_count(runtime.cpu_only)
         self.prefix_cache = PrefixCache(self.settings.cache_bytes if self.settings.cache_bytes is not None
                                         else default_budget(model.bytes, runtime.context_bytes * self.workers))
-        cores = CoreShare(self.settings.threads_batch) if self.workers > 1 else None
-        contexts = [runtime.primary, *(runtime.new_context() for _ in range(self.workers - 1))]
-        self._engines = [DecisionEngine(runtime, self.prefix_cache, context, cores) for context in contexts]
+        self._engines = worker_engines(runtime, self.prefix_cache, self.workers, self.settings.threads_batch)
         for engine in self._engines:
             self._idle.put(Work(tokenizer, engine))
         self._identity = ModelIdentity.of(model, runtime.facts)

@@ -89,7 +89,11 @@ class Settings:
     cache_bytes: int | None = None  # None: sized from the memory limit at start-up
     result_cache_entries: int = DEFAULT_RESULT_CACHE_ENTRIES
     endpoint_name: str | None = None
-    workers: int | None = None  # None: DEFAULT_CPU_WORKERS on a CPU (at most the threads), 1 with a GPU
+    workers: int | None = None  # None: `worker_count` decides once the model is loaded
+
+    def worker_count(self, cpu_only: bool) -> int:
+        """SEMIF_WORKERS, else DEFAULT_CPU_WORKERS on a CPU (at most the threads) and 1 with layers on a GPU."""
+        return self.workers or (min(DEFAULT_CPU_WORKERS, self.threads_batch) if cpu_only else 1)
 
 
 def cpu_quota() -> int:

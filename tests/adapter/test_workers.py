@@ -13,10 +13,11 @@ import pytest
 from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, tail
 
 from semif_adapter.core_share import CoreShare
-from semif_adapter.kv_engine import DecisionEngine
+from semif_adapter.kv_engine import worker_engines
 from semif_adapter.llama_runtime import LlamaRuntime
 from semif_adapter.methods import Work
 from semif_adapter.prefix_cache import PrefixCache
+from semif_adapter.settings import load_settings
 
 
 class Hold:
@@ -47,6 +48,14 @@ def test_a_lone_worker_gets_every_core_and_concurrent_ones_split_them():
     assert share.snapshot() == (4, 0)
     with pytest.raises(ValueError):
         CoreShare(0)
+
+
+def test_two_workers_on_a_cpu_one_with_a_gpu_unless_set():
+    two_threads, one_thread = load_settings({"SM_LLAMA_CPP_THREADS": "2"}), load_settings({"SM_LLAMA_CPP_THREADS": "1"})
+    assert (two_threads.worker_count(cpu_only=True), two_threads.worker_count(cpu_only=False)) == (2, 1)
+    assert one_thread.worker_count(cpu_only=True) == 1  # never more workers than threads by default
+    chosen = load_settings({"SM_LLAMA_CPP_THREADS": "1", "SEMIF_WORKERS": "3"})
+    assert (chosen.worker_count(cpu_only=True), chosen.worker_count(cpu_only=False)) == (3, 3)
 
 
 def test_the_workers_never_hold_more_threads_than_there_are_cores():
@@ -88,10 +97,11 @@ class Workers:
 
     def __init__(self, runtime: LlamaRuntime, count: int, cache_bytes: int) -> None:
         self.methods = Engine(runtime, 0)  # the methods (and their frames); its own engine stays unused
-        self.cache, self.cores = PrefixCache(cache_bytes), CoreShare(2)
-        contexts = [runtime.primary, *(runtime.new_context() for _ in range(count - 1))]
-        self.works = [Work(self.methods.tokenizer, DecisionEngine(runtime, self.cache, context, self.cores))
-                      for context in contexts]
+        self.cache = PrefixCache(cache_bytes)
+        engines = worker_engines(runtime, self.cache, count, cores=2)
+        self.cores = engines[0].cores
+        assert self.cores is not None and all(engine.cores is self.cores for engine in engines)
+        self.works = [Work(self.methods.tokenizer, engine) for engine in engines]
 
     def score(self, worker: int, method: str, state: object, question: str) -> tuple[bytes, str, int]:
         raw = self.methods.methods[method].score(request_of(state, question), self.works[worker])
