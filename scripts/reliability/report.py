@@ -31,10 +31,11 @@ def _load_section(load: dict[str, Any], workers: int) -> list[str]:
         ["RSS growth (limit 5%)", f"{rss.get('growth', 0):.2%}"],
         ["answered while the slow senders were connected", load["answered_200_while_slow_senders_connected"]],
     ])
-    at_once = "one request at a time" if workers == 1 else f"{workers} requests at once"
+    at_once, clients = ("one request at a time", "N") if workers == 1 else (f"{workers} requests at once",
+                                                                          f"N / {workers}")
     lines += [f"The adapter under test decided {at_once} (`SEMIF_WORKERS`; by default 2 on a CPU, but at most its "
               f"threads), so under N closed-loop clients a request waits for those ahead of it: latency is about "
-              f"N / {workers} times the service time, and throughput is the figure that measures the adapter.", ""]
+              f"{clients} times the service time, and throughput is the figure that measures the adapter.", ""]
     lines += _table(["slow sender", "expected", "got", "after"], [
         [s["name"], s["expect"], f"{s['status']} {s['code'] or ''}", f"{s['seconds']} s"]
         for s in load["slow_senders"]])
