@@ -13,24 +13,16 @@ import argparse
 import contextlib
 import statistics
 import time
-from typing import Any
 
 import httpx
 
 from semif_adapter.embedded_model import embedded_model_path
 
 from . import servers
+from .workload import Spec
 
-WORDS = ("the", "invoice", "for", "November", "was", "charged", "twice", "to", "the", "card", "ending", "in",
-         "and", "they", "want", "one", "charge", "refunded")
 WORKERS = (1, 2)
-
-
-def body(seed: int, words: int) -> dict[str, Any]:
-    state = f"Ticket {seed}: " + " ".join(WORDS[(seed * 7 + j) % len(WORDS)] for j in range(words))
-    return {"decision": {"id": str(seed), "state": state, "question": "What should support do next?",
-                         "options": [{"id": f"o{k}", "description": f"Option {k} text"} for k in range(4)]},
-            "scoring": "letters"}
+SIZES = ("short", "medium")  # the benchmark's own states (workload.state_text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,18 +35,19 @@ def main(argv: list[str] | None = None) -> int:
                                                                      "SEMIF_RESULT_CACHE_ENTRIES": "0"})).url
                 for workers in WORKERS}
         with httpx.Client(timeout=120) as client:
-            for words in (100, 300):
+            for size in SIZES:
                 times: dict[int, list[float]] = {workers: [] for workers in WORKERS}
                 evaluated: dict[int, list[int]] = {workers: [] for workers in WORKERS}
                 for index in range(args.decisions):
+                    spec = Spec(size, state_index=index, question_index=index, options=4)  # a new state each time
                     for workers in WORKERS if index % 2 else WORKERS[::-1]:  # who goes first alternates
                         started = time.perf_counter()
-                        response = client.post(urls[workers] + "/invocations", json=body(1000 * words + index, words))
+                        response = client.post(urls[workers] + "/invocations", json=spec.body())
                         response.raise_for_status()
                         times[workers].append((time.perf_counter() - started) * 1000)
                         evaluated[workers].append(response.json()["timing"]["evaluated_tokens"])
                 for workers in WORKERS:
-                    print(f"{words} words, {workers} worker(s): p50 {statistics.median(times[workers]):.1f} ms, "
+                    print(f"{size} states, {workers} worker(s): p50 {statistics.median(times[workers]):.1f} ms, "
                           f"mean {statistics.mean(times[workers]):.1f} ms, evaluated tokens "
                           f"{statistics.mean(evaluated[workers]):.1f} ({args.decisions} decisions)", flush=True)
     return 0
