@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import llama_cpp
 import pytest
-from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, tail
+from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, score_alone, tail
 
 from semif_adapter.llama_runtime import LlamaRuntime, TooManyTokensError
 from semif_adapter.methods import answer_reads
@@ -24,25 +24,17 @@ from semif_adapter.tokens import check_exact
 
 def uncached(runtime: LlamaRuntime, states: list[str]) -> dict[int, bytes]:
     """Letters logits of each state, each on a new engine and an empty KV cache: nothing reused at all."""
-    reference = {}
-    for index, state in enumerate(states):
-        llama_cpp.llama_memory_clear(runtime.memory, False)
-        reference[index] = Engine(runtime, 0).score("letters", state, QUESTIONS[0])[0]
-    llama_cpp.llama_memory_clear(runtime.memory, False)
-    return reference
+    return {index: score_alone(runtime, "letters", state, QUESTIONS[0])[0] for index, state in enumerate(states)}
 
 
 def test_random_interleavings_and_evictions_never_change_a_number(runtime):
     reference = {}
     cases = [(m, s, q) for m in ("letters", "likelihood", "pmi") for s in range(len(STATES)) for q in range(2)]
-    for method, state, question in cases:  # each on a new engine and an empty KV cache: nothing reused at all
-        llama_cpp.llama_memory_clear(runtime.memory, False)
-        fresh = Engine(runtime, 0)
-        logits, source, cached = fresh.score(method, STATES[state], QUESTIONS[question])
+    for method, state, question in cases:
+        logits, source, cached = score_alone(runtime, method, STATES[state], QUESTIONS[question])
         # (pmi evaluates its content-free baseline first, so its main prompt finds the head in the KV cache)
         assert (source, cached) == ("none", 0) or (method == "pmi" and source == "kv")
         reference[(method, state, question)] = logits
-        fresh.close()
     one_entry = 60 * 23 * 1024  # about one short state's KV bytes: the cache keeps one or two, evicting the rest
     for cache_bytes in (one_entry, 64 << 20):
         engine = Engine(runtime, cache_bytes)

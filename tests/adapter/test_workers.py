@@ -8,9 +8,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import llama_cpp
 import pytest
-from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, tail
+from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, score_alone, tail
 
 from semif_adapter.core_share import CoreShare
 from semif_adapter.kv_engine import worker_engines
@@ -113,13 +112,8 @@ def test_two_workers_at_once_give_the_numbers_of_one_engine_alone(runtime):
     cases = [(m, s, q) for m in ("letters", "likelihood", "pmi") for s in range(len(states)) for q in range(2)]
     rng = random.Random(11)
     jobs = [rng.choice(cases) for _ in range(24)]
-    reference = {}
-    for method, state, question in sorted(set(jobs)):  # one engine, empty caches: nothing reused at all
-        llama_cpp.llama_memory_clear(runtime.memory, False)
-        alone = Engine(runtime, 0)
-        reference[(method, state, question)] = alone.score(method, states[state], QUESTIONS[question])[0]
-        alone.close()
-    llama_cpp.llama_memory_clear(runtime.memory, False)
+    reference = {(method, state, question): score_alone(runtime, method, states[state], QUESTIONS[question])[0]
+                 for method, state, question in sorted(set(jobs))}
     workers = Workers(runtime, 2, 64 << 20)
     sources: list[str] = []
 

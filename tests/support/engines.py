@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import llama_cpp
+
 from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import LlamaRuntime
 from semif_adapter.methods import Letters, Likelihood, Pmi, Work
@@ -64,3 +66,13 @@ def request_of(state: object, question: str, options: list[dict] = OPTIONS) -> D
                                                         "options": options}})
 
 
+def score_alone(runtime: LlamaRuntime, method: str, state: object, question: str) -> tuple:
+    """`Engine.score` on a new engine, an empty KV cache and no host cache: nothing reused at all (the reference
+    every cached path must reproduce). Leaves the KV cache empty."""
+    llama_cpp.llama_memory_clear(runtime.memory, False)
+    alone = Engine(runtime, 0)
+    try:
+        return alone.score(method, state, question)
+    finally:
+        alone.close()
+        llama_cpp.llama_memory_clear(runtime.memory, False)
