@@ -11,8 +11,9 @@ through the adapter's own llama.cpp layer; llama-server also runs as a scorer
 mode runs in process on a context of its own. (1) Scenarios, `debias: permute`
 included: the systems take turns request by request (see phase_paired).
 (2) The scoring methods' cost: letters, likelihood and pmi taking turns.
-(3) Real traffic, interleaved and skewed: adapter, llama-server and serial
-prefix taking turns round by round (phase_traffic). (4) The caches: restore vs
+(3) Real traffic, interleaved and skewed: adapter, llama-server, serial
+prefix and the machine's floor for the same tokens (traffic_floor) taking
+turns round by round (phase_traffic). (4) The caches: restore vs
 recompute, the identical-request path. (5) Python overhead per decision and two
 probes, in process. (6) Fan-out, concurrency and a burst past the queue,
 adapter only. (7) Memory after many distinct states, an adapter of its own with
@@ -59,6 +60,7 @@ from .bench.phase_methods import method_phase
 from .bench.phase_paired import paired_phase
 from .bench.phase_traffic import Peers, traffic_phase
 from .bench.report import markdown, permute_costs, rows, targets
+from .bench.traffic_floor import TrafficFloor
 from .usage import command_parser
 
 FULL_OUT = ROOT / "docs" / "bench"
@@ -152,6 +154,9 @@ def served_phases(results: dict[str, Any], phases: Phases, model: Path, config: 
         serial_model = Model.open(model, {})  # the serial-prefix mode's own context: nothing else touches it
         stack.callback(serial_model.close)
         serial = SerialPrefix(serial_model)
+        # the traffic floor: contexts of its own on the in-process model, one per adapter worker
+        floor = TrafficFloor(inproc, int(results["adapter_ready"].get("workers") or 1), threads)
+        stack.callback(floor.close)
         results["head_tokens"] = len(inproc.tokenizer.head(inproc.letters.frame.head))
         results["context_bytes"] = inproc.runtime.context_bytes
         results["server_settings"] = {"argv_env": completion.SETTINGS, "n_probs": completion.N_PROBS} \
@@ -163,7 +168,8 @@ def served_phases(results: dict[str, Any], phases: Phases, model: Path, config: 
         results["methods"] = phases.run("scoring methods, taking turns", method_phase, adapter.url, config)
         results["traffic"] = phases.run(
             "interleaved and skewed traffic, systems taking turns", traffic_phase,
-            Peers(inproc, serial, adapter.url, server.url if server else None), config.interleaved, config.skewed)
+            Peers(inproc, serial, floor, adapter.url, server.url if server else None), config.interleaved,
+            config.skewed)
         results["restore"] = phases.run("prefix restore vs recompute", restore_phase, inproc, config)
         results["identical"] = phases.run("identical requests", identical_phase, adapter.url, config)
         results["python_overhead_ms"] = phases.run("python overhead", overhead, inproc, config)

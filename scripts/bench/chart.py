@@ -60,7 +60,7 @@ def _fanout(axis: plt.Axes, fan: dict[str, Any], reference: float | None) -> Non
     axis.set_title(f"{fan['questions']} questions about one {fan['size']} state")
 
 
-TRAFFIC_COLORS = {"adapter": "#1f77b4", "server": "#2ca02c", "serial": "#8c564b"}
+TRAFFIC_COLORS = {"adapter": "#1f77b4", "server": "#2ca02c", "serial": "#8c564b", "floor": "#7f7f7f"}
 
 
 def _traffic(axis: plt.Axes, traffic: dict[str, Any]) -> None:
@@ -74,7 +74,7 @@ def _traffic(axis: plt.Axes, traffic: dict[str, Any]) -> None:
                  color=TRAFFIC_COLORS[name])
     axis.set_xticks(x, [w["workload"] for w in workloads], fontsize=8)
     axis.set_ylabel("decisions/s")
-    axis.set_title("Real traffic: adapter, llama-server (prompt cache), serial prefix")
+    axis.set_title("Real traffic: adapter, llama-server (prompt cache), serial prefix, floor")
     axis.legend(fontsize=8)
 
 

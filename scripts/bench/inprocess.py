@@ -21,7 +21,7 @@ import numpy as np
 
 from semif_adapter.integrity import digest
 from semif_adapter.kv_engine import DecisionEngine
-from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
+from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
 from semif_adapter.methods import Letters, Work
 from semif_adapter.partial_reuse import ReuseRule, common_prefix
 from semif_adapter.prefix_cache import PrefixCache
@@ -38,10 +38,10 @@ Piece = tuple[int, int, list[int], bool]  # sequence id, first position, tokens,
 
 
 class Decoder:
-    """Raw `llama_decode` on a runtime's context, with a batch of its own."""
+    """Raw `llama_decode` on one context (a runtime's first, or another one), with a batch of its own."""
 
-    def __init__(self, runtime: LlamaRuntime) -> None:
-        self.runtime = runtime
+    def __init__(self, runtime: LlamaRuntime | LlamaContext) -> None:
+        self.runtime = runtime  # only context, memory and n_batch are used: a runtime stands for its first context
         self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, MAX_BRANCHES)
 
     def clear(self) -> None:
@@ -151,9 +151,10 @@ def floor_ms(model: Model, tokens: PlanTokens, cached_chunks: int, kept: int = 0
     return spent * 1000
 
 
-def _letter_probabilities(model: Model, plan: PromptPlan) -> list[float]:
+def _letter_probabilities(model: Model, plan: PromptPlan, context: LlamaRuntime | LlamaContext | None = None) \
+        -> list[float]:
     """Softmax over the option letters at the last decoded token (SemIf's method)."""
-    row = model.runtime.logits_row(-1)
+    row = (context or model.runtime).logits_row(-1)
     letters = list(model.letters.slot_tokens[:len(plan.branches[0].order)])
     return softmax(row[letters].astype(np.float64)).tolist()
 
@@ -183,30 +184,55 @@ class SerialPrefix:
     One prefix at a time (head + state, evaluated together whenever the state changes), each question's
     suffix evaluated after it and removed again, one decision after the other: the best case of a single
     process that keeps its last state, with no cache of other states and no server around it.
+
+    With `head_kept` it decodes as the adapter does instead: the head once, then each new state on its own
+    after it, then the question and options (the same calls, so the same numbers): a lane of `TrafficFloor`.
     """
 
-    def __init__(self, model: Model) -> None:
-        self.model = model
+    def __init__(self, model: Model, context: LlamaContext | None = None, *, head_kept: bool = False) -> None:
+        self.model, self.head_kept = model, head_kept
+        self._context: LlamaRuntime | LlamaContext = context or model.runtime
+        self._decoder = Decoder(context) if context else model.decoder
         self._held: tuple[str, ...] | None = None
+
+    def hold_head(self) -> None:
+        """Evaluate the letters head now (`head_kept` only), as the adapter has before its first decision."""
+        head = self.model.letters.frame.head
+        self._decoder.clear()
+        self._decoder.decode([(0, 0, list(self.model.tokenizer.head(head)), False)])
+        self._held = (head,)
 
     def decide(self, spec: Spec) -> SerialAnswer:
         started = time.perf_counter()
-        model = self.model
+        model, decoder = self.model, self._decoder
         plan = model.plan(spec)
         tokens = model.tokenizer.tokens(plan)
         prefix, cached = _joined(tokens.chunks), 0
+        head, state = (list(chunk[1]) for chunk in tokens.chunks)
         if tokens.key == self._held:
             cached = len(prefix)
+        elif not self.head_kept:
+            decoder.clear()
+            decoder.decode([(0, 0, prefix, False)])
         else:
-            model.decoder.clear()
-            model.decoder.decode([(0, 0, prefix, False)])
-            self._held = tokens.key
+            if self._held is not None and self._held[:1] == tokens.key[:1]:
+                llama_cpp.llama_memory_seq_rm(self._context.memory, 0, len(head), -1)
+                cached = len(head)
+            else:
+                decoder.clear()
+                decoder.decode([(0, 0, head, False)])
+            decoder.decode([(0, len(head), state, False)])
+        self._held = tokens.key
         suffix = [*tokens.common, *tokens.branches[0]]
-        model.decoder.decode([(0, len(prefix), suffix, True)])
-        probabilities = _letter_probabilities(model, plan)
-        llama_cpp.llama_memory_seq_rm(model.runtime.memory, 0, len(prefix), -1)
+        decoder.decode([(0, len(prefix), suffix, True)])
+        probabilities = _letter_probabilities(model, plan, self._context)
+        llama_cpp.llama_memory_seq_rm(self._context.memory, 0, len(prefix), -1)
         return SerialAnswer((time.perf_counter() - started) * 1000, probabilities,
                             len(prefix) + len(suffix) - cached, cached)
+
+    def close(self) -> None:
+        if self._decoder is not self.model.decoder:
+            self._decoder.close()
 
 
 @contextlib.contextmanager

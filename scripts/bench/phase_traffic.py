@@ -1,5 +1,6 @@
 """Real traffic, systems taking turns round by round: the adapter, llama-server with its prompt cache, and
-SemIf's serial-prefix mode answer the same interleaved and skewed workloads.
+SemIf's serial-prefix mode answer the same interleaved and skewed workloads, and the machine's floor for them
+(`traffic_floor`) decodes the same tokens with nothing around llama.cpp.
 
 The adapter and llama-server get the requests from concurrent closed-loop clients over loopback HTTP (a client
 sends its next request when its previous one is answered); the serial-prefix mode is one process taking the
@@ -20,21 +21,27 @@ from . import completion, http_runs
 from .http_runs import Outcome
 from .inprocess import Model, SerialAnswer, SerialPrefix
 from .traffic import Interleaved, Skewed, grouped_by_state
+from .traffic_floor import TrafficFloor
 from .workload import Spec
 
-SYSTEMS = ("adapter", "server", "serial")
+SYSTEMS = ("adapter", "server", "serial", "floor")
+IN_PROCESS = ("serial", "floor")  # their latencies are service times: no queue, no HTTP
 SETTLE_S = 0.5  # between systems: the previous one's threads have stopped
 
 
 class Peers:
-    """The three systems, each able to answer a workload round given as client streams or a shared list."""
+    """The systems, each able to answer a workload round given as client streams or a shared list."""
 
-    def __init__(self, model: Model, serial: SerialPrefix, adapter_url: str, server_url: str | None) -> None:
-        self.model, self.serial = model, serial
+    def __init__(self, model: Model, serial: SerialPrefix, floor: TrafficFloor, adapter_url: str,
+                 server_url: str | None) -> None:
+        self.model, self.serial, self.floor = model, serial, floor
         self.adapter_url, self.server_url = adapter_url, server_url
 
     def names(self) -> tuple[str, ...]:
         return SYSTEMS if self.server_url else tuple(name for name in SYSTEMS if name != "server")
+
+    def in_process(self, name: str, specs: list[Spec]) -> tuple[float, list[SerialAnswer], list[Spec]]:
+        return self.serial_round(specs) if name == "serial" else self.floor.round(specs)
 
     def http(self, name: str, streams: list[list[Spec]] | None, shared: tuple[int, list[Spec]] | None) \
             -> tuple[float, list[Outcome], list[Spec]]:
@@ -59,7 +66,7 @@ class Peers:
 
 def _summary(name: str, wall: float, answers: list[Any], model: Model, options: int) -> dict[str, Any]:
     """decisions/s, latency, cached and evaluated tokens per request, and each answer's letter probabilities."""
-    if name == "serial":
+    if name in IN_PROCESS:
         ok = answers
         latency = [a.ms for a in ok]
         cached = [a.cached_tokens for a in ok]
@@ -116,9 +123,9 @@ def _workload(peers: Peers, rounds: int, plan: Any, options: int) -> dict[str, A
         order = list(names[round_ % len(names):] + names[:round_ % len(names)])
         for name in order:
             time.sleep(SETTLE_S)
-            if name == "serial":
+            if name in IN_PROCESS:
                 specs = [s for stream in streams for s in stream] if streams is not None else shared[1]
-                wall, answers, asked = peers.serial_round(specs)
+                wall, answers, asked = peers.in_process(name, specs)
             else:
                 wall, answers, asked = peers.http(name, streams, shared)
             summary = _summary(name, wall, answers, peers.model, options)

@@ -145,12 +145,16 @@ def _cache_targets(results: dict[str, Any], table: list[dict[str, Any]]) -> list
     if "server" in interleaved:
         ours, theirs = interleaved["adapter"]["throughput_per_s"], interleaved["server"]["throughput_per_s"]
         rounds = results["traffic"]["interleaved"]["adapter_over_server_per_round"]
+        floor = interleaved.get("floor", {}).get("throughput_per_s")
+        against_floor = (f"; the floor for these tokens {floor:.3f}/s: adapter {ratio(ours, floor):.0%} of it, "
+                         f"llama-server {ratio(theirs, floor):.0%}, the target {INTERLEAVED_OVER_SERVER}x "
+                         f"{ratio(INTERLEAVED_OVER_SERVER * theirs, floor):.0%}") if floor else ""
         found.append(_target(
             f"Interleaved workload: adapter throughput >= {INTERLEAVED_OVER_SERVER}x llama-server's with its "
             "prompt cache",
             f"{ours:.3f} vs {theirs:.3f} decisions/s ({ratio(ours, theirs):.2f}x; per round "
             f"{', '.join(f'{r:.2f}x' for r in rounds)}); serial prefix "
-            f"{interleaved['serial']['throughput_per_s']:.3f}/s",
+            f"{interleaved['serial']['throughput_per_s']:.3f}/s{against_floor}",
             ratio(ours, theirs) >= INTERLEAVED_OVER_SERVER))
     fresh = [row for row in table if row["scenario"].endswith("/fresh") and row.get("adapter_over_server")]
     if fresh:

@@ -87,10 +87,13 @@ def test_quick_run_traffic_and_methods(quick_run: Path) -> None:
     results = json.loads((quick_run / "decisions.json").read_text())
     interleaved, skewed = results["traffic"]["interleaved"], results["traffic"]["skewed"]
     for workload, requests in ((interleaved, 4), (skewed, 4)):
-        assert set(workload["systems"]) == {"adapter", "server", "serial"}
+        assert set(workload["systems"]) == {"adapter", "server", "serial", "floor"}
         for system in workload["systems"].values():
             assert (system["requests"], system["errors"]) == (requests, 0) and system["throughput_per_s"] > 0
         assert workload["agreement_with_adapter"]["server"]["compared"] == requests
+        # the floor decodes in the adapter's own calls: its numbers are the adapter's, bit for bit
+        assert workload["agreement_with_adapter"]["floor"] == {"same_top": requests, "compared": requests,
+                                                               "max_abs_dp": 0.0}
     # each client's second question found its state (kv or restored from host memory), never recomputed
     adapter = interleaved["systems"]["adapter"]
     assert adapter["cache_sources"].get("kv", 0) + adapter["cache_sources"].get("host", 0) >= 2
