@@ -208,13 +208,13 @@ class SerialPrefix:
         plan = model.plan(spec)
         tokens = model.tokenizer.tokens(plan)
         prefix, cached = _joined(tokens.chunks), 0
-        head, state = (list(chunk[1]) for chunk in tokens.chunks)
         if tokens.key == self._held:
             cached = len(prefix)
         elif not self.head_kept:
             decoder.clear()
             decoder.decode([(0, 0, prefix, False)])
         else:
+            head, state = (list(chunk[1]) for chunk in tokens.chunks)
             if self._held is not None and self._held[:1] == tokens.key[:1]:
                 llama_cpp.llama_memory_seq_rm(self._context.memory, 0, len(head), -1)
                 cached = len(head)

@@ -16,7 +16,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .inprocess import Model, SerialAnswer, SerialPrefix
-from .traffic import grouped_by_state
 from .workload import Spec
 
 
@@ -33,18 +32,18 @@ class TrafficFloor:
     def _assigned(self, specs: list[Spec]) -> list[list[Spec]]:
         """Whole states per lane: the costliest state first, each to the lane with the fewest tokens so far."""
         groups: dict[int, list[Spec]] = {}
-        for spec in grouped_by_state(specs):
+        for spec in specs:  # states in order of first appearance, each with its questions in order
             groups.setdefault(spec.state_index, []).append(spec)
-        def cost(group: list[Spec]) -> int:
-            first = self.model.tokens(group[0])  # tokenized here, before the clock: the lanes find them cached
-            suffixes = [self.model.tokens(spec) for spec in group]
-            return first.prefix + sum(len(t.common) + len(t.branches[0]) for t in suffixes)
+        costed = []
+        for group in groups.values():
+            tokens = [self.model.tokens(spec) for spec in group]  # before the clock: the lanes find them cached
+            costed.append((tokens[0].prefix + sum(len(t.common) + len(t.branches[0]) for t in tokens), group))
         work: list[list[Spec]] = [[] for _ in self.lanes]
         load = [0] * len(self.lanes)
-        for group in sorted(groups.values(), key=cost, reverse=True):
+        for cost, group in sorted(costed, key=lambda entry: entry[0], reverse=True):
             lane = load.index(min(load))
             work[lane] += group
-            load[lane] += cost(group)
+            load[lane] += cost
         return work
 
     def round(self, specs: list[Spec]) -> tuple[float, list[SerialAnswer], list[Spec]]:
