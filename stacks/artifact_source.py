@@ -7,7 +7,9 @@ digest (plus the tarball format), never a re-hash of the tarball by CDK. A GGUF 
 with llama.cpp's quantizer first (`semif_adapter.quantize`), its agreement with the original measured once
 (`semif_adapter.agreement`); the index keeps it under (path, type), with the figures, so neither is redone.
 The weight types of every packaged GGUF are remembered too: the stack warns when they have no fast kernel on
-the endpoint's accelerator (`semif_adapter.kernel_paths`).
+the endpoint's accelerator (`semif_adapter.kernel_paths`), and, from the header, whether the model has a chat
+template (the chat endpoint's llama-server falls back to ChatML without one) and its KV cache per token (counted
+against the decision endpoint's memory, `stacks/memory_fit.py`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from semif_adapter.quantize import ConversionError, convert
 from .config import ConfigError, EmbeddedModel, GgufModel, S3Model, TarballModel
 
 INDEX_FILE = "index.json"
-INDEX_VERSION = 3  # 2: the model's trained context is remembered too; 3: conversions, weight types, notes
+INDEX_VERSION = 4  # 2: the trained context; 3: conversions, weight types, notes; 4: chat template, KV per token
 MODEL_DIR = PurePosixPath("/opt/ml/model")  # where SageMaker unpacks model.tar.gz
 
 
@@ -46,6 +48,8 @@ class LocalArtifact:
     context_length: int | None  # the model's trained context, from its GGUF header
     weight_types: tuple[tuple[str, int], ...] | None = None  # ggml type -> bytes; None: not known (a tarball)
     notes: tuple[str, ...] = ()  # what the conversion printed: the quantizer's summary, the agreement figures
+    has_chat_template: bool | None = None  # from the GGUF header
+    kv_bytes_per_token: int | None = None  # from the GGUF header (gguf_header.GGUFInfo)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ class RemoteArtifact:
     kms_key_arn: str | None
     bucket_owner: str | None  # None: the deploying account
     context_length: int | None = None  # as declared in the config
+    has_chat_template: bool | None = None  # the header is not read: not known
+    kv_bytes_per_token: int | None = None
 
 
 Artifact = LocalArtifact | RemoteArtifact
@@ -82,6 +88,8 @@ class _Entry:
     convert: str | None = None
     weight_types: dict[str, int] | None = None
     notes: tuple[str, ...] = ()
+    has_chat_template: bool | None = None
+    kv_bytes_per_token: int | None = None
 
 
 class ArtifactCache:
@@ -192,7 +200,8 @@ def _entry(report: ArtifactReport, stat: os.stat_result, kind: str, *, convert: 
                   model_file=str(report.layout.model), model_bytes=report.model_bytes,
                   tarball_sha256=report.tarball_sha256, tarball_bytes=report.tarball_bytes,
                   context_length=report.info.context_length, convert=convert, weight_types=weight_types,
-                  notes=notes)
+                  notes=notes, has_chat_template=report.info.has_chat_template,
+                  kv_bytes_per_token=report.info.kv_bytes_per_token)
 
 
 def _local(tarball: Path, entry: _Entry) -> LocalArtifact:
@@ -203,7 +212,8 @@ def _local(tarball: Path, entry: _Entry) -> LocalArtifact:
     return LocalArtifact(tarball=tarball, asset_hash=asset_hash, model_file=PurePosixPath(entry.model_file),
                          model_bytes=entry.model_bytes, tarball_bytes=entry.tarball_bytes,
                          model_sha256=entry.model_sha256, context_length=entry.context_length,
-                         weight_types=types, notes=entry.notes)
+                         weight_types=types, notes=entry.notes, has_chat_template=entry.has_chat_template,
+                         kv_bytes_per_token=entry.kv_bytes_per_token)
 
 
 def prepare_artifact(source: EmbeddedModel | GgufModel | TarballModel | S3Model, *, key: str, base_dir: Path,

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from aws_cdk.region_info import RegionInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from semif_adapter.artifact import CHAT_TEMPLATE_KEY
 from semif_adapter.calibration import CalibrationError, parse_calibration
 from semif_adapter.llama_flags import CONSUMED, CONTROL_CHARACTER, PREFIX, FlagError, check_setting
 from semif_adapter.model_files import MAX_DEPTH, MODEL_SUFFIX, is_projector
@@ -32,6 +33,7 @@ from semif_adapter.settings import (
     load_settings,
 )
 
+from .chat_template import check_chat_template
 from .cuda_architectures import CUDA_ARCHITECTURES
 from .hosting import check_hosting, check_hosting_fit
 from .instances import (
@@ -41,6 +43,7 @@ from .instances import (
     instance_capacity,
     instance_problem,
 )
+from .memory_fit import check_decision_memory
 
 CONTEXT_KEY = "semif"  # cdk.json: context.semif = {app_name, environments: {NAME: {...}}}
 ENV_CONTEXT_KEY = "env"  # cdk synth -c env=NAME
@@ -717,6 +720,8 @@ def check_environment(env: Environment) -> list[tuple[str, str]]:
     for kind in ENDPOINT_KINDS:
         problems += _check_endpoint(env, kind)
     problems += _check_llama_env("llama_env", env.llama_env)
+    if not any(key.endswith(CHAT_TEMPLATE_KEY) for key, _ in problems):  # a value llama-server accepts as a flag
+        problems += check_chat_template(env)
     problems += check_hosting(env)
     problems += _check_notifications(env)
     return problems
@@ -916,12 +921,14 @@ def _check_adapter_settings(env: Environment) -> list[tuple[str, str]]:
     return []
 
 
-def check_model_fit(env: Environment, *, model_bytes: int | None,
-                    context_length: int | None) -> list[tuple[str, str]]:
-    """Rules that need the model's facts (size, trained context): run once the artifact is known.
+def check_model_fit(env: Environment, *, model_bytes: int | None, context_length: int | None,
+                    kv_bytes_per_token: int | None = None) -> list[tuple[str, str]]:
+    """Rules that need the model's facts (size, trained context, KV cache per token): run once the artifact is known.
 
     The facts are measured for a local model and declared (`model.model_bytes`, `model.context_length`) for an
-    existing S3 object; an unknown fact skips its rule.
+    existing S3 object; an unknown fact skips its rule. The decision endpoint's memory (the model with every
+    worker's KV cache, a hand-set prefix cache and the adapter's reserve: stacks/memory_fit.py) is checked where
+    the model alone fits.
     """
     problems: list[tuple[str, str]] = []
     for kind in ENDPOINT_KINDS:
@@ -948,4 +955,8 @@ def check_model_fit(env: Environment, *, model_bytes: int | None,
                              "(SM_LLAMA_CPP_ROPE_SCALING, ..._ROPE_SCALE)"))
     if model_bytes is not None:
         problems += check_hosting_fit(env, model_bytes)
+    named = {key for key, _ in problems}
+    memory = check_decision_memory(env, model_bytes=model_bytes, context_length=context_length,
+                                   kv_bytes_per_token=kv_bytes_per_token)
+    problems += [(key, message) for key, message in memory if key not in named]
     return sorted(set(problems))

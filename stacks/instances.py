@@ -89,16 +89,28 @@ class InstanceCapacity:
         host memory; some, or `auto` (llama.cpp fits what it can): both together.
         """
         host = (int(self.memory_gib * GIB), f"{self.memory_gib:g} GiB of memory")
-        if not self.gpus:
-            return host
         gpu_bytes = int(self.gpus * self.gpu_memory_gib * GIB)
         gpu_text = f"{self.gpus} x {self.gpu_memory_gib:g} GiB of GPU memory"
-        layers = (gpu_layers or "all").strip().lower()
-        if layers == "0":
+        where = placement(self.gpus, gpu_layers)
+        if where == "host":
             return host
-        if layers in ("all", "-1") or (layers.isdigit() and int(layers) >= 999):
+        if where == "gpu":
             return gpu_bytes, gpu_text
         return host[0] + gpu_bytes, f"{host[1]} and {gpu_text}"
+
+
+Placement = Literal["host", "gpu", "both"]
+
+
+def placement(gpus: int, gpu_layers: str | None) -> Placement:
+    """Where llama.cpp puts the layers (and their KV cache) for an `SM_LLAMA_CPP_N_GPU_LAYERS` value: every layer on
+    the GPUs (`all`, -1, 999: the GPU default), none (0, or no GPU), or some (a count, or `auto`: what fits)."""
+    layers = (gpu_layers or "all").strip().lower()
+    if not gpus or layers == "0":
+        return "host"
+    if layers in ("all", "-1") or (layers.isdigit() and int(layers) >= 999):
+        return "gpu"
+    return "both"
 
 
 @cache

@@ -60,11 +60,41 @@ class ArtifactReport:
             f"architecture:  {info.architecture or '?'}",
             f"quantization:  {info.quantization or '?'}",
             f"context:       {info.context_length or '?'} tokens",
+            f"vocabulary:    {info.vocab_size or '?'} tokens",
+            f"KV cache:      {_per_token(info.kv_bytes_per_token)}",
+            f"chat template: {'in the GGUF' if info.has_chat_template else 'none'}",
             f"model size:    {self.model_bytes:,} bytes",
             f"model sha256:  {self.model_sha256}",
             f"tarball size:  {self.tarball_bytes:,} bytes",
             f"tarball sha256: {self.tarball_sha256}",
         ]
+
+
+def _per_token(kv_bytes: int | None) -> str:
+    if kv_bytes is None:
+        return "?"
+    return f"{kv_bytes:,} bytes per context token ({kv_bytes * 8192 / 2**20:,.0f} MiB at 8192 tokens, f16)"
+
+
+# What the chat endpoint does with a GGUF that has no template: measured with the pinned llama-server's
+# /apply-template on Gemma 3 270M (README "Packaging a model"). common_chat_templates_init falls back to ChatML;
+# with Jinja on (llama-server's default) a --chat-template value is the template's source, and only `chatml` is
+# read as a name, so a bare built-in name such as `gemma` becomes the literal prompt "gemma" for every request.
+CHAT_TEMPLATE_KEY = "SM_LLAMA_CPP_CHAT_TEMPLATE"
+NO_JINJA_KEY = "SM_LLAMA_CPP_NO_JINJA"
+DEFAULT_CHAT_FRAME = "ChatML (<|im_start|>role ... <|im_end|>)"
+
+
+def chat_template_warning(has_chat_template: bool | None) -> str | None:
+    """What the chat endpoint will do with a model whose GGUF carries no chat template, and how to change it."""
+    if has_chat_template is not False:
+        return None
+    return (f"the model has no chat template (no tokenizer.chat_template in its GGUF): the chat endpoint "
+            f"(llama-server; SageMaker's /invocations is its /v1/chat/completions) will frame every chat in its "
+            f"default, {DEFAULT_CHAT_FRAME}, which a model without a template (a base model) was not trained on; "
+            f"set {CHAT_TEMPLATE_KEY} to the model's own format, as a Jinja template, or as a llama.cpp built-in "
+            f"name (e.g. gemma) together with {NO_JINJA_KEY}=true (with Jinja on, llama-server's default, a bare "
+            f"name other than chatml is taken as the template's text)")
 
 
 class _Digesting(io.RawIOBase):

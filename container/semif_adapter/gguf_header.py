@@ -7,7 +7,9 @@ once, never seeks and never loads tensor data, so multi-GB files cost a few
 megabytes of reading (mostly the tokenizer vocabulary). From the tensor table
 it computes where the tensor data ends, so a file cut short (an interrupted
 copy or upload) is refused before SageMaker downloads it, not when llama.cpp
-fails to load it on the endpoint.
+fails to load it on the endpoint. From the attention keys it computes the KV
+cache a context costs per token, so the deployment can count it against the
+instance's memory at synth, before a context is ever allocated.
 """
 
 from __future__ import annotations
@@ -30,8 +32,14 @@ _MAX_STRING_BYTES = 64 * 1024 * 1024
 _MAX_KV_PAIRS = 1_000_000
 _MAX_TENSORS = 1_000_000
 _MAX_DIMS = 4  # GGML_MAX_DIMS
+_KEPT_ARRAY_ITEMS = 4096  # per-layer arrays (head counts) are kept; vocabularies (262k entries) are skipped
 DEFAULT_ALIGNMENT = 32  # GGUF_DEFAULT_ALIGNMENT, unless `general.alignment` says otherwise
 ALIGNMENT_KEY = "general.alignment"
+# The model's chat template, and the tool-use variant llama-server falls back to when the default is missing
+# (common_chat_templates_init); an empty string counts as none, as it does there.
+CHAT_TEMPLATE_KEYS = ("tokenizer.chat_template", "tokenizer.chat_template.tool_use")
+VOCABULARY_KEY = "tokenizer.ggml.tokens"
+KV_CACHE_ELEMENT_BYTES = 2  # f16 K and V: llama.cpp's default cache types (the adapter does not change them)
 
 # ggml `enum ggml_type` -> (elements per block, bytes per block), from the pinned llama.cpp's ggml.c type
 # traits (tests/foundation compares it with the `gguf` package's GGML_QUANT_SIZES). A type missing here (one
@@ -70,6 +78,13 @@ class GGUFInfo:
     context_length: int | None
     data_offset: int = 0  # where the tensor data starts (the header's end, aligned)
     data_bytes: int | None = None  # where the last tensor ends, from data_offset; None: a tensor type unknown
+    has_chat_template: bool | None = None  # None: not read from a header
+    vocab_size: int | None = None
+    # K and V of one context cell in every layer (f16), from the attention keys; None when the header does not say
+    # (no attention heads, or MLA's compressed cache). Sliding-window layers (Gemma 3) count at full length, as
+    # llama.cpp's library default (`swa_full`, which the adapter keeps) allocates them: llama-server's default
+    # sizes them to the window, so there it is an upper bound.
+    kv_bytes_per_token: int | None = None
 
     @property
     def required_bytes(self) -> int | None:
@@ -81,6 +96,12 @@ class GGUFInfo:
         if self.file_type is None:
             return None
         return FILE_TYPE_NAMES.get(self.file_type, f"ftype-{self.file_type}")
+
+
+@dataclass(frozen=True)
+class _Array:
+    count: int
+    items: tuple[object, ...] | None  # None: not kept (strings, or too many to keep)
 
 
 class _Reader:
@@ -116,12 +137,14 @@ class _Reader:
         if value_type == _TYPE_ARRAY:
             item_type = int(self.unpack("<I"))
             count = int(self.unpack("<Q"))
+            if item_type in _SCALAR_FORMATS and count <= _KEPT_ARRAY_ITEMS:
+                return _Array(count, tuple(self.value(item_type) for _ in range(count)))
             if item_type in _SCALAR_FORMATS:
                 self.skip(count * struct.calcsize(_SCALAR_FORMATS[item_type]))
             else:
                 for _ in range(count):
                     self.value(item_type)
-            return None
+            return _Array(count, None)
         raise GGUFHeaderError(f"unknown GGUF value type {value_type}")
 
 
@@ -158,7 +181,41 @@ def read_gguf_info(stream: BinaryIO) -> GGUFInfo:
         context_length=_as_int(values.get(f"{arch}.context_length")) if arch else None,
         data_offset=-(-reader.position // alignment) * alignment if tensor_count else reader.position,
         data_bytes=data_bytes,
+        has_chat_template=any(_as_str(values.get(key)) for key in CHAT_TEMPLATE_KEYS),
+        vocab_size=vocabulary.count if isinstance(vocabulary := values.get(VOCABULARY_KEY), _Array) else None,
+        kv_bytes_per_token=_kv_bytes_per_token(values, arch) if arch else None,
     )
+
+
+def _kv_bytes_per_token(values: dict[str, object], arch: str) -> int | None:
+    """llama.cpp's KV cache per context cell: each layer's KV heads x (key + value width), in f16. The widths
+    default to embedding / heads and the KV heads to the heads (llama-model.cpp); either count may be per layer."""
+    def key(name: str) -> object:
+        return values.get(f"{arch}.{name}")
+
+    layers, embedding = _as_int(key("block_count")), _as_int(key("embedding_length"))
+    if not layers or not embedding or key("attention.kv_lora_rank") is not None:
+        return None
+    heads = _per_layer(key("attention.head_count"), layers)
+    kv_heads = _per_layer(key("attention.head_count_kv"), layers) or heads
+    if heads is None or kv_heads is None:
+        return None
+    total = 0
+    for head_count, kv_head_count in zip(heads, kv_heads, strict=True):
+        if head_count:  # a recurrent layer (no attention) has no KV cells
+            width = (_as_int(key("attention.key_length")) or embedding // head_count) \
+                + (_as_int(key("attention.value_length")) or embedding // head_count)
+            total += kv_head_count * width * KV_CACHE_ELEMENT_BYTES
+    return total or None
+
+
+def _per_layer(value: object, layers: int) -> list[int] | None:
+    """A count given once for every layer, or per layer (an array of `layers` integers)."""
+    if isinstance(value, _Array) and value.items is not None and len(value.items) == layers:
+        counts = [_as_int(item) for item in value.items]
+        return None if None in counts else counts  # type: ignore[return-value]
+    count = _as_int(value)
+    return None if count is None else [count] * layers
 
 
 def _tensor_data_end(reader: _Reader, tensor_count: int) -> int | None:

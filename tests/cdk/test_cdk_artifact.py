@@ -14,6 +14,8 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Match, Template
+from cdk_support import load
+from support.models import MATRIX, MatrixModel
 
 from semif_adapter.gguf_header import read_gguf_info
 from stacks import artifact_source
@@ -164,17 +166,38 @@ def test_a_foreign_bucket_is_read_only_when_its_owner_is_configured(tmp_path: Pa
                            "Condition": {"StringEquals": {"s3:ResourceAccount": "210987654321"}}})])}})
 
 
-def test_synth_warns_when_the_weights_have_no_fast_kernel_on_the_accelerator(tmp_path: Path) -> None:
-    """The embedded Q4_1 has no repacked or tiled CPU kernel; on CUDA it has one; a remote model is not read."""
-    artifact = prepare_artifact(EmbeddedModel(source="embedded"), key=KEY, base_dir=tmp_path,
-                                cache=ArtifactCache(Path(__file__).resolve().parents[2] / ".cache" / "model-artifacts"))
-    (warning,) = model_warnings(artifact, "cpu", KEY)
-    assert warning.startswith("environments.dev.model: 100% of the weights (Q4_1 63 MiB) are in types with no "
-                              "repacked or tiled CPU kernel")
-    assert model_warnings(artifact, "gpu", KEY) == []
+REPO_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "model-artifacts"  # packaged once, then by stat
+KERNEL_WARNINGS = {"smollm2": "100% of the weights (Q4_1 63 MiB) are in types with no repacked or tiled CPU kernel",
+                   "gemma3": None}  # Q4_K, Q5_0, Q6_K, Q8_0: every large type has a fast CPU kernel
+
+
+@pytest.mark.parametrize("model", MATRIX)
+def test_synth_warns_about_slow_kernels_and_a_chat_endpoint_without_a_template(model: MatrixModel,
+                                                                              tmp_path: Path) -> None:
+    """Kernels per accelerator; a model without a chat template until the chat endpoint is given one (llama-server
+    would frame its chats in ChatML); a remote model is not read."""
+    source = GgufModel(source="gguf", path=str(model.path))  # an absolute path replaces the base directory
+    artifact = prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=ArtifactCache(REPO_CACHE))
+    assert isinstance(artifact, LocalArtifact)
+    assert (artifact.has_chat_template, artifact.kv_bytes_per_token) == \
+        (model.has_chat_template, model.kv_bytes_per_token)
+    warnings = model_warnings(artifact, load("dev").env, KEY)
+    assert all(warning.startswith(f"{KEY}: ") for warning in warnings)
+    kernels = [warning for warning in warnings if "kernel" in warning]
+    templates = [warning for warning in warnings if "no chat template" in warning]
+    expected = KERNEL_WARNINGS[model.name]
+    assert [expected in warning for warning in kernels] == ([True] if expected else [])
+    assert len(templates) == (0 if model.has_chat_template else 1) and len(warnings) == len(kernels) + len(templates)
+    for warning in templates:
+        assert "frame every chat in its default, ChatML" in warning and "SM_LLAMA_CPP_CHAT_TEMPLATE" in warning
+        assert "SM_LLAMA_CPP_NO_JINJA=true" in warning and warning.endswith("(cdk.json: chat.llama_env)")
+    assert not [warning for warning in model_warnings(artifact, load("prod").env, KEY) if "kernel" in warning]
+    given = load("dev", {"chat": {"llama_env": {"SM_LLAMA_CPP_CHAT_TEMPLATE": "gemma",
+                                                "SM_LLAMA_CPP_NO_JINJA": "true"}}})
+    assert model_warnings(artifact, given.env, KEY) == kernels
     source = S3Model(source="s3", uri=f"s3://models-bucket/{SHA}/model.tar.gz", sha256=SHA, model_file="m.gguf")
     remote = prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=ArtifactCache(tmp_path / "cache"))
-    assert model_warnings(remote, "cpu", KEY) == []
+    assert model_warnings(remote, load("dev").env, KEY) == []
 
 
 def test_the_weight_types_are_remembered_with_the_digest(tmp_path: Path, builds: list[Path]) -> None:

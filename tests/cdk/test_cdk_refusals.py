@@ -63,6 +63,17 @@ PREFIX = "environments.dev."
      "not 99999999999"),
     ({"chat": {"llama_env": {"SM_LLAMA_CPP_TEMP": "hot"}}}, "chat.llama_env.SM_LLAMA_CPP_TEMP", "takes a number"),
     ({"llama_env": {"SM_LLAMA_CPP_CACHE_TYPE_K": "q3"}}, "llama_env.SM_LLAMA_CPP_CACHE_TYPE_K", "takes f32, f16"),
+    # Chat templates llama-server would render literally (Jinja on, its default) or refuse at start-up (Jinja off).
+    ({"chat": {"llama_env": {"SM_LLAMA_CPP_CHAT_TEMPLATE": "gemma"}}}, "chat.llama_env.SM_LLAMA_CPP_CHAT_TEMPLATE",
+     "llama-server would send the literal text 'gemma' as the prompt of every chat; for a llama.cpp built-in "
+     "template name, also set SM_LLAMA_CPP_NO_JINJA=true"),
+    ({"llama_env": {"SM_LLAMA_CPP_CHAT_TEMPLATE": "llama3", "SM_LLAMA_CPP_JINJA": "true"}},
+     "llama_env.SM_LLAMA_CPP_CHAT_TEMPLATE", "the literal text 'llama3'"),
+    ({"chat": {"llama_env": {"SM_LLAMA_CPP_CHAT_TEMPLATE": "gema", "SM_LLAMA_CPP_NO_JINJA": "true"}}},
+     "chat.llama_env.SM_LLAMA_CPP_CHAT_TEMPLATE",
+     "'gema' is not a template llama.cpp knows without Jinja (SM_LLAMA_CPP_NO_JINJA=true): llama-server would exit"),
+    ({"chat": {"llama_env": {"SM_LLAMA_CPP_CHAT_TEMPLATE": "{{ bad }}", "SM_LLAMA_CPP_NO_JINJA": "true"}}},
+     "chat.llama_env.SM_LLAMA_CPP_CHAT_TEMPLATE", "one of its built-in names (bailing, "),
     # Adapter settings: typos, a bind address SageMaker cannot reach, a drain SIGKILL would cut.
     ({"decision": {"env": {"SEMIF_QUEUE_SIZ": "8"}}}, "decision.env.SEMIF_QUEUE_SIZ",
      "not an adapter setting (did you mean SEMIF_QUEUE_SIZE?"),
@@ -96,6 +107,16 @@ def test_what_deploys_badly_is_refused_with_its_key(changes: dict[str, Any], key
     found = problems("dev", changes)
     assert PREFIX + key in found, f"expected a problem at {key}, got {found}"
     assert fragment in found[PREFIX + key]
+
+
+@pytest.mark.parametrize("llama_env", [
+    {"SM_LLAMA_CPP_CHAT_TEMPLATE": "chatml"},  # the one name llama-server reads as a name with Jinja on
+    {"SM_LLAMA_CPP_CHAT_TEMPLATE": "gemma", "SM_LLAMA_CPP_NO_JINJA": "true"},
+    {"SM_LLAMA_CPP_CHAT_TEMPLATE": "{% for m in messages %}{{ m.role }}: {{ m.content }} {% endfor %}"},
+    {"SM_LLAMA_CPP_CHAT_TEMPLATE": "false"},  # dropped by the DLC's entry point
+])
+def test_chat_templates_llama_server_applies_are_accepted(llama_env: dict[str, str]) -> None:
+    assert load("dev", {"chat": {"llama_env": llama_env}}).env.chat.llama_env == llama_env
 
 
 def test_an_app_name_ending_in_a_newline_is_refused() -> None:

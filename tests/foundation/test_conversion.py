@@ -10,6 +10,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
+from support.models import MATRIX, MatrixModel
 
 from semif_adapter.agreement import DECISIONS, measure
 from semif_adapter.embedded_model import embedded_model_path
@@ -89,13 +90,18 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=False)
 
 
+CONVERTED_NAMES = {"smollm2": "SmolLM2-135M-Instruct.Q8_0.gguf", "gemma3": "gemma-3-270m-Q8_0.gguf"}
+
+
 @pytest.mark.slow
-def test_cli_converts_prints_the_agreement_and_packages_the_converted_model(tmp_path: Path) -> None:
-    out = tmp_path / "model.tar.gz"
-    result = run_cli(str(embedded_model_path()), "-o", str(out), "--convert", "q8_0", "--agreement", "1")
+@pytest.mark.parametrize("model", MATRIX)
+def test_cli_converts_prints_the_agreement_and_packages_the_converted_model(tmp_path: Path,
+                                                                           model: MatrixModel) -> None:
+    out, converted = tmp_path / "model.tar.gz", CONVERTED_NAMES[model.name]
+    result = run_cli(str(model.path), "-o", str(out), "--convert", "q8_0", "--agreement", "1")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert any(line.startswith("converted:") and "(Q4_1) -> SmolLM2-135M-Instruct.Q8_0.gguf (Q8_0" in line
+    assert any(line.startswith("converted:") and f"({model.quantization}) -> {converted} (Q8_0" in line
                for line in lines)
     assert any(line.startswith("agreement:") and "1 fixed decisions" in line for line in lines)
     for method in ("letters", "likelihood", "pmi"):
@@ -103,12 +109,13 @@ def test_cli_converts_prints_the_agreement_and_packages_the_converted_model(tmp_
         assert "same top option" in line and "/1, max |dp| " in line
     assert "quantization:  Q8_0" in result.stdout
     assert "kernels (cpu): every large weight type has a fast kernel" in result.stdout
-    assert "warning" not in result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("package_model: warning:")]
+    assert [("no chat template" in line) for line in warnings] == ([] if model.has_chat_template else [True])
     with tarfile.open(out) as tar:
         (member,) = tar.getmembers()
         stream = tar.extractfile(member)
         assert stream is not None and read_gguf_info(stream).quantization == "Q8_0"
-    assert member.name == "SmolLM2-135M-Instruct.Q8_0.gguf"
+    assert member.name == converted
     assert [p.name for p in tmp_path.iterdir()] == ["model.tar.gz"]  # the scratch copy is gone
 
 

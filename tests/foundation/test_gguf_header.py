@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import io
 import struct
+from pathlib import Path
 
+import gguf
 import pytest
+from support.models import MATRIX, MatrixModel
 
 from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.gguf_header import GGML_BLOCKS, GGUFHeaderError, read_gguf_info, require_complete
@@ -45,15 +48,72 @@ def test_the_tensor_table_locates_the_end_of_the_data(make_gguf):
     assert info.required_bytes == path.stat().st_size
 
 
-def test_the_embedded_model_is_exactly_as_long_as_its_header_says():
+@pytest.mark.parametrize("model", MATRIX)
+def test_each_matrix_model_is_exactly_as_long_as_its_header_says_and_has_its_facts(model: MatrixModel) -> None:
+    """The matrix's facts (tests/support/models.py) are the headers', so they cannot go stale."""
+    path = model.path
+    with path.open("rb") as stream:
+        info = read_gguf_info(stream)
+    assert info.required_bytes == path.stat().st_size
+    require_complete(info, path.stat().st_size)
+    assert (info.architecture, info.quantization, info.context_length, info.vocab_size, info.has_chat_template,
+            info.kv_bytes_per_token) == (model.architecture, model.quantization, model.context_length,
+                                         model.vocab_size, model.has_chat_template, model.kv_bytes_per_token)
+
+
+def test_a_truncated_model_is_named_with_where_its_data_should_end():
     path = embedded_model_path()
     with path.open("rb") as stream:
         info = read_gguf_info(stream)
     assert info.tensor_count == 272
-    assert info.required_bytes == path.stat().st_size
-    require_complete(info, path.stat().st_size)
     with pytest.raises(GGUFHeaderError, match=r"truncated: .* ending at byte 98,362,432, but the file has "):
         require_complete(info, path.stat().st_size // 2)
+
+
+def write_attention_gguf(path: Path, keys: dict[str, object], template: str | None = None) -> Path:
+    """A header with attention keys (lists become per-layer arrays) and optionally a chat template."""
+    writer = gguf.GGUFWriter(str(path), "test")
+    for key, value in keys.items():
+        if isinstance(value, list):
+            writer.add_array(f"test.{key}", value)
+        else:
+            writer.add_uint32(f"test.{key}", value)  # type: ignore[arg-type]
+    if template is not None:
+        writer.add_chat_template(template)
+    writer.add_token_list([b"a", b"b", b"c"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize(("keys", "kv_bytes"), [
+    # llama-style: widths from embedding / heads, 2 KV heads of 8 x (64 + 64) x f16 x 3 layers
+    ({"block_count": 3, "embedding_length": 512, "attention.head_count": 8, "attention.head_count_kv": 2},
+     3 * 2 * (64 + 64) * 2),
+    # no KV head count: every head has its own KV
+    ({"block_count": 2, "embedding_length": 512, "attention.head_count": 8}, 2 * 8 * (64 + 64) * 2),
+    # gemma3-style: explicit key/value widths that are not embedding / heads
+    ({"block_count": 18, "embedding_length": 640, "attention.head_count": 4, "attention.head_count_kv": 1,
+      "attention.key_length": 256, "attention.value_length": 256}, 18 * 1 * 512 * 2),
+    # per-layer KV heads, a recurrent layer (no heads) in between
+    ({"block_count": 3, "embedding_length": 256, "attention.head_count": [4, 0, 4],
+      "attention.head_count_kv": [1, 0, 2]}, (1 + 2) * (64 + 64) * 2),
+    # MLA (a compressed KV cache) and a recurrent-only model: not known
+    ({"block_count": 2, "embedding_length": 256, "attention.head_count": 4, "attention.kv_lora_rank": 64}, None),
+    ({"block_count": 2, "embedding_length": 256, "attention.head_count": 0}, None),
+    ({"embedding_length": 256, "attention.head_count": 4}, None),
+])
+def test_the_kv_cache_per_token_follows_llama_cpps_defaults(tmp_path, keys, kv_bytes):
+    with write_attention_gguf(tmp_path / "m.gguf", keys).open("rb") as stream:
+        assert read_gguf_info(stream).kv_bytes_per_token == kv_bytes
+
+
+@pytest.mark.parametrize(("template", "has"), [("{{ messages }}", True), ("", False), (None, False)])
+def test_a_chat_template_is_one_that_is_present_and_not_empty(tmp_path, template, has):
+    with write_attention_gguf(tmp_path / "m.gguf", {}, template).open("rb") as stream:
+        info = read_gguf_info(stream)
+    assert (info.has_chat_template, info.vocab_size) == (has, 3)
 
 
 def test_block_sizes_match_the_reference_writer():

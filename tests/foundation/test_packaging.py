@@ -9,6 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support.models import MATRIX, MatrixModel
 
 from semif_adapter.artifact import build_tarball, check_tarball
 from semif_adapter.embedded_model import embedded_model_path
@@ -134,18 +135,38 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=False)
 
 
-def test_cli_packages_then_checks(tmp_path):
+# What packaging prints about each matrix model's weights (bytes per type, read by ggml) and the kernel warning.
+WEIGHT_TYPES = {"smollm2": "Q4_1 63.3 MiB", "gemma3": "Q4_K 12.7 MiB, Q5_0 41.6 MiB, Q6_K 9.2 MiB, Q8_0 1.5 MiB"}
+KERNEL_WARNINGS = {"smollm2": "package_model: warning: 100% of the weights (Q4_1 63 MiB) are in types with no "
+                              "repacked or tiled CPU kernel", "gemma3": None}
+
+
+@pytest.mark.parametrize("model", MATRIX)
+def test_cli_packages_then_checks(tmp_path, model: MatrixModel):
     out = tmp_path / "model.tar.gz"
-    built = run_cli(str(embedded_model_path()), "-o", str(out))
+    built = run_cli(str(model.path), "-o", str(out))
     assert built.returncode == 0, built.stderr
-    assert "quantization:  Q4_1" in built.stdout and "context:       8192 tokens" in built.stdout
-    assert "weight types:  Q4_1 63.3 MiB" in built.stdout
-    assert built.stderr.startswith("package_model: warning: 100% of the weights (Q4_1 63 MiB) are in types with no "
-                                   "repacked or tiled CPU kernel")
+    for line in (f"architecture:  {model.architecture}", f"quantization:  {model.quantization}",
+                 f"context:       {model.context_length} tokens", f"vocabulary:    {model.vocab_size} tokens",
+                 f"KV cache:      {model.kv_bytes_per_token:,} bytes per context token",
+                 f"chat template: {'in the GGUF' if model.has_chat_template else 'none'}",
+                 f"weight types:  {WEIGHT_TYPES[model.name]}"):
+        assert line in built.stdout, line
+    kernels = [line for line in built.stderr.splitlines() if "kernel" in line]
+    assert [line.startswith(KERNEL_WARNINGS[model.name] or "") for line in kernels] == \
+        ([True] if KERNEL_WARNINGS[model.name] else [])
     checked = run_cli("--check", str(out))
     assert checked.returncode == 0, checked.stderr
     sha_line = next(line for line in built.stdout.splitlines() if line.startswith("tarball sha256"))
     assert sha_line in checked.stdout
+    for result in (built, checked):  # the template warning needs only the header: --check says it too
+        templates = [line for line in result.stderr.splitlines() if "no chat template" in line]
+        assert len(templates) == (0 if model.has_chat_template else 1)
+        for line in templates:
+            assert line.startswith("package_model: warning: the model has no chat template (no "
+                                   "tokenizer.chat_template in its GGUF): the chat endpoint (llama-server")
+            assert "default, ChatML" in line and "set SM_LLAMA_CPP_CHAT_TEMPLATE" in line
+            assert "SM_LLAMA_CPP_NO_JINJA=true" in line
 
 
 def test_cli_refusal_is_one_line_with_file_and_rule(make_gguf, make_tarball):
