@@ -45,8 +45,9 @@ class Scorer:
 
     def probabilities(self, decision: Decision, method: str) -> tuple[np.ndarray, float]:
         """The response's probabilities (no calibration, temperature 1) and the engine's time in ms."""
-        raw = self.methods[method].score(DecisionRequest(decision=decision, scoring=Scoring(method)), self.work)
-        return np.array(score(raw, method, 1.0, None).probabilities), raw.effort.forward_ms
+        question = DecisionRequest(decision=decision, scoring=Scoring(method)).to_question(method)
+        raw = self.methods[method].score(question, self.work)
+        return np.array(score(raw, question, None).probabilities), raw.effort.forward_ms
 
     def close(self) -> None:
         self.engine.close()

@@ -60,6 +60,8 @@ class EngineResult:
     common: Row | None
     branches: tuple[dict[int, Row], ...]
     prompt_tokens: int  # prefix + common + the first branch: the prompt as the model reads it
+    prefix_tokens: int  # head + state: what every question about the state shares
+    context_tokens: int  # prefix + common + every branch as decoded: what the question placed in the context
     evaluated_tokens: int  # what this request actually computed
     cached_tokens: int  # prefix tokens reused
     cache_source: str  # where they came from: "kv" (still in the KV cache), "host" (restored), "none"
@@ -122,6 +124,7 @@ class DecisionEngine:
             self._drop_suffix(len(planned.branches))
         return EngineResult(common=common, branches=rows,
                             prompt_tokens=planned.prefix + len(planned.common) + len(planned.branches[0]),
+                            prefix_tokens=planned.prefix, context_tokens=needed,
                             evaluated_tokens=needed - cached, cached_tokens=cached, cache_source=source,
                             restore_ms=restore_ms, forward_ms=(time.perf_counter() - started) * 1000 - restore_ms)
 
@@ -134,7 +137,7 @@ class DecisionEngine:
             return ["layers run on a GPU, whose kernels follow other rules"]
         if self.runtime.n_batch % self.runtime.n_ubatch:
             return [f"the batch ({self.runtime.n_batch}) is not a whole number of ubatches ({self.runtime.n_ubatch})"]
-        problems = verify_on(self.split_decode, probe_tokens)
+        problems = verify_on(self.split_decode, probe_tokens, self.runtime.n_ubatch)
         self.reuse = ReuseRule(self.runtime.n_ubatch, enabled=not problems)
         return problems
 
@@ -302,16 +305,24 @@ class DecisionEngine:
                 found.setdefault(tag, {}).update(rows)
         return found
 
+    def _windows(self, count: int) -> list[tuple[int, int]]:
+        """The ubatches llama.cpp would make of `count` tokens sent in batch-sized calls, as calls of their own:
+        the same tokens computed the same way (bit-identical numbers), but at most one ubatch of logits is ever
+        held (a 262k vocabulary's logits are 1 MB per position: 255 options' answers at once would be over 1 GB)."""
+        batch, ubatch = self.runtime.n_batch, self.runtime.n_ubatch
+        return [(start, min(start + ubatch, call + batch, count))
+                for call in range(0, count, batch) for start in range(call, min(call + batch, count), ubatch)]
+
     def _decode(self, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
-        """llama_decode per batch-sized window; reads each window's requested rows right after it runs.
+        """llama_decode per ubatch of each batch-sized window; reads each call's requested rows right after it runs.
 
         Returns rows by piece tag, keyed by the token's absolute position (a piece split over calls keeps them).
         """
-        batch, limit = self._batch, self.runtime.n_batch
+        batch = self._batch
         flat = [(p, i) for p in pieces for i in range(len(p.tokens))]
         found: dict[int, dict[int, Row]] = {}
-        for offset in range(0, len(flat), limit):
-            window = flat[offset:offset + limit]
+        for start, end in self._windows(len(flat)):
+            window = flat[start:end]
             for index, (piece, i) in enumerate(window):
                 batch.token[index] = piece.tokens[i]
                 batch.pos[index] = piece.start + i

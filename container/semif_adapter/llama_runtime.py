@@ -18,12 +18,26 @@ import llama_cpp
 import numpy as np
 
 from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
-from .prompt import SLOT_LETTERS, USER_SENTINEL, ChatFrame
+from .prompt import PLAIN_FRAME, SLOT_LETTERS, USER_SENTINEL, ChatFrame
 from .settings import DEFAULT_MAX_CONTEXT, Settings
 
 LOG = logging.getLogger("semif_adapter")
-MAX_BRANCHES = len(SLOT_LETTERS)  # debias=permute decodes one sequence per option
+MAX_BRANCHES = 255  # one sequence per scored branch: System One's 255 options (letters: 16 at most)
+DEFAULT_UBATCH = 512
+MIN_DEFAULT_UBATCH = 64  # flash attention's tiled kernel (GGML_FA_TILE_Q): partial_reuse's rules assume it
+LOGITS_BUDGET_BYTES = 128 << 20  # one ubatch's float logits, per context
 BYTE_PARTITIONING_VOCABS = frozenset({llama_cpp.LLAMA_VOCAB_TYPE_SPM, llama_cpp.LLAMA_VOCAB_TYPE_BPE})
+
+
+def default_ubatch(vocab_size: int, batch_size: int) -> int:
+    """The tokens llama.cpp computes at once when UBATCH_SIZE is unset: 512 (llama-server's default), halved while a
+    ubatch's logits (vocabulary x 4 bytes each, held in the graph's buffer and in the output buffer) would pass
+    LOGITS_BUDGET_BYTES; never under the 64 tokens of flash attention's tiled kernel. 512 for a 49k vocabulary, 128
+    for a 262k one (1 MB of logits per position)."""
+    ubatch = min(DEFAULT_UBATCH, batch_size)
+    while ubatch > MIN_DEFAULT_UBATCH and ubatch * vocab_size * 4 > LOGITS_BUDGET_BYTES:
+        ubatch //= 2
+    return ubatch
 
 
 class RuntimeStartError(RuntimeError):
@@ -83,7 +97,7 @@ def _load_backends() -> None:
 
 
 class LlamaContext:
-    """One llama.cpp context on a loaded model: up to 16 sequences sharing a unified KV cache. Not thread-safe:
+    """One llama.cpp context on a loaded model: up to 255 sequences sharing a unified KV cache. Not thread-safe:
     one decision worker uses it at a time."""
 
     def __init__(self, model: ctypes.c_void_p, params: llama_cpp.llama_context_params, vocab_size: int,
@@ -151,7 +165,7 @@ class LlamaRuntime:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
         params.n_batch = settings.batch_size
-        params.n_ubatch = settings.ubatch_size
+        params.n_ubatch = settings.ubatch_size or default_ubatch(self.vocab_size, settings.batch_size)
         params.n_seq_max = MAX_BRANCHES
         params.kv_unified = True  # branches share the prefix cells instead of copying them
         params.n_threads = settings.threads
@@ -165,11 +179,14 @@ class LlamaRuntime:
         # no layer on a GPU: the CPU kernels' rules (partial_reuse) apply to every token
         self.cpu_only = not llama_cpp.llama_supports_gpu_offload() or settings.n_gpu_layers == 0
         self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        # K and V in f16 for every layer and cell: what one context's KV cache occupies. The header's per-token figure
+        # knows head sizes that differ from embedding / heads (Gemma 3: 256, not 160); the model's shape is the
+        # fallback where the header cannot say (MLA, attention-free models).
         heads = max(1, int(llama_cpp.llama_model_n_head(self.model)))
-        kv_heads = int(llama_cpp.llama_model_n_head_kv(self.model))
-        kv_width = int(llama_cpp.llama_model_n_embd(self.model)) // heads * kv_heads
-        # K and V in f16 for every layer and cell: what one context's KV cache occupies
-        self.context_bytes = self.n_ctx * int(llama_cpp.llama_model_n_layer(self.model)) * 2 * kv_width * 2
+        kv_width = int(llama_cpp.llama_model_n_embd(self.model)) // heads * int(llama_cpp.llama_model_n_head_kv(
+            self.model))
+        per_token = info.kv_bytes_per_token or int(llama_cpp.llama_model_n_layer(self.model)) * 2 * kv_width * 2
+        self.context_bytes = self.n_ctx * per_token
         self.facts = ModelFacts(file=model_path.name, architecture=info.architecture,
                                 quantization=info.quantization, context_train=context_train,
                                 context=self.n_ctx, vocab_size=self.vocab_size)
@@ -229,20 +246,39 @@ class LlamaRuntime:
         return -size if size < 0 else size
 
     # -- chat template -----------------------------------------------------------------------------
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(llama_cpp.llama_model_chat_template(self.model, None))
+
+    def frame_name(self, template_name: str | None) -> str:
+        """Which frame the prompts use: a named one, the model's own template ("model"), or the plain frame of a
+        model without a template (README, "Bring your own GGUF")."""
+        if template_name:
+            return template_name
+        return "model" if self.has_chat_template else PLAIN_FRAME
+
     def chat_frame(self, template_name: str | None, system_text: str) -> ChatFrame:
-        """Render the system + user turns with the model's template (or a named built-in one)."""
-        template = template_name.encode() if template_name else \
-            llama_cpp.llama_model_chat_template(self.model, None)
-        if not template:
-            raise RuntimeStartError("the model has no chat template; set SEMIF_CHAT_TEMPLATE (e.g. chatml)")
+        """Render the system + user turns with the model's template, a named built-in one, or the plain frame."""
+        name = self.frame_name(template_name)
+        if name == PLAIN_FRAME:
+            return ChatFrame.plain(system_text)
+        template = name.encode() if template_name else llama_cpp.llama_model_chat_template(self.model, None)
         turns = [(b"system", system_text.encode()), (b"user", USER_SENTINEL.encode())]
         try:
-            return ChatFrame.from_rendered(self._render(template, turns))
+            return ChatFrame.from_rendered(self._render(template, turns, self._fix_hint(template_name)))
         except ValueError as error:
-            raise RuntimeStartError(f"chat template: {error}") from None
+            raise RuntimeStartError(f"chat template: {error}; {self._fix_hint(template_name)}") from None
+
+    def _fix_hint(self, template_name: str | None) -> str:
+        """What to set instead, right for this model: a built-in template of its family, or the plain frame."""
+        family = {"gemma": "gemma", "gemma2": "gemma", "gemma3": "gemma", "llama": "llama3", "qwen2": "chatml",
+                  "qwen3": "chatml", "phi3": "phi3", "mistral": "mistral-v7"}.get(self.facts.architecture or "")
+        suggestions = [f"SEMIF_CHAT_TEMPLATE={family}" if family and family != template_name else None,
+                       f"SEMIF_CHAT_TEMPLATE={PLAIN_FRAME} (no template: the prompt a base model reads)"]
+        return "set " + " or ".join(s for s in suggestions if s)
 
     @staticmethod
-    def _render(template: bytes, turns: list[tuple[bytes, bytes]]) -> str:
+    def _render(template: bytes, turns: list[tuple[bytes, bytes]], hint: str) -> str:
         messages = (llama_cpp.llama_chat_message * len(turns))(
             *(llama_cpp.llama_chat_message(role=role, content=content) for role, content in turns))
         size = 4096
@@ -250,8 +286,7 @@ class LlamaRuntime:
             buffer = ctypes.create_string_buffer(size)
             written = llama_cpp.llama_chat_apply_template(template, messages, len(turns), True, buffer, size)
             if written < 0:
-                raise RuntimeStartError("llama.cpp does not support this chat template; set "
-                                        "SEMIF_CHAT_TEMPLATE to a built-in name (e.g. chatml, llama3)")
+                raise RuntimeStartError(f"llama.cpp does not support this chat template; {hint}")
             if written <= size:
                 return buffer.raw[:written].decode("utf-8")
             size = written
@@ -262,7 +297,8 @@ class LlamaRuntime:
         tail = frame.tail
         tail_tokens = self.tokenize(tail, special=True)
         tokens = []
-        for letter in SLOT_LETTERS:
+        for slot in SLOT_LETTERS:
+            letter = frame.answer_lead + slot  # the plain frame's answer follows "Answer:" after a space
             ids = self.tokenize(letter, special=False)
             if len(ids) != 1:
                 raise RuntimeStartError(f"slot label {letter!r} is {len(ids)} tokens in this vocabulary, not one")

@@ -18,14 +18,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
 from .kv_engine import DecisionEngine, EngineResult, Reads
-from .prompt import ChatFrame, PromptPlan, answers_plan, letters_plan
-from .request_schema import DecisionRequest
+from .prompt import ChatFrame, PromptPlan, answers_plan, canonical_state, letters_plan
+from .question import Question
 from .tokens import PlanTokens, PromptTokenizer
 
 BASELINE_CACHE_ENTRIES = 4096
@@ -60,17 +60,19 @@ class Effort:
     tokenize_ms: float
     restore_ms: float
     forward_ms: float
+    prefix_tokens: int = 0  # head + state of the main prompt
+    read_tokens: int = 0  # the main prompt's tokens in the context: prefix, common part and every answer
 
     @classmethod
     def of(cls, result: EngineResult, tokenize_ms: float) -> Effort:
         return cls(result.prompt_tokens, result.evaluated_tokens, result.cached_tokens, result.cache_source,
-                   tokenize_ms, result.restore_ms, result.forward_ms)
+                   tokenize_ms, result.restore_ms, result.forward_ms, result.prefix_tokens, result.context_tokens)
 
     def plus(self, other: Effort) -> Effort:
         """The main prompt's facts, with the other prompt's work added (pmi's baseline)."""
-        return Effort(self.prompt_tokens, self.evaluated_tokens + other.evaluated_tokens, self.cached_tokens,
-                      self.cache_source, self.tokenize_ms + other.tokenize_ms, self.restore_ms + other.restore_ms,
-                      self.forward_ms + other.forward_ms)
+        return replace(self, evaluated_tokens=self.evaluated_tokens + other.evaluated_tokens,
+                       tokenize_ms=self.tokenize_ms + other.tokenize_ms, restore_ms=self.restore_ms + other.restore_ms,
+                       forward_ms=self.forward_ms + other.forward_ms)
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class MethodScores:
 class Method(Protocol):
     name: str
 
-    def score(self, request: DecisionRequest, work: Work) -> MethodScores: ...
+    def score(self, question: Question, work: Work) -> MethodScores: ...
 
 
 class Letters:
@@ -109,12 +111,12 @@ class Letters:
     def __init__(self, frame: ChatFrame, slot_tokens: list[int]) -> None:
         self.frame, self.slot_tokens = frame, tuple(slot_tokens)
 
-    def plan(self, request: DecisionRequest) -> PromptPlan:
-        return letters_plan(self.frame, request)
+    def plan(self, question: Question) -> PromptPlan:
+        return letters_plan(self.frame, question)
 
-    def score(self, request: DecisionRequest, work: Work) -> MethodScores:
-        plan = self.plan(request)
-        count = len(request.decision.options)
+    def score(self, question: Question, work: Work) -> MethodScores:
+        plan = self.plan(question)
+        count = len(question.answers)
         letters = self.slot_tokens[:count]
         planned, result, tokenize_ms = work.run(
             plan, lambda p: Reads(common=None, branches=tuple({len(b) - 1: letters} for b in p.branches)))
@@ -137,13 +139,13 @@ def answer_reads(planned: PlanTokens) -> Reads:
                  branches=tuple({j: (tokens[j + 1],) for j in range(len(tokens) - 1)} for tokens in planned.branches))
 
 
-def answer_log_probs(request: DecisionRequest, plan: PromptPlan, planned: PlanTokens,
+def answer_log_probs(question: Question, plan: PromptPlan, planned: PlanTokens,
                      result: EngineResult) -> tuple[np.ndarray, np.ndarray]:
-    """Each option's answer: its tokens' summed log-probability and its token count, in request order."""
+    """Each answer: its tokens' summed log-probability and its token count, in request order."""
     assert result.common is not None
     first = result.common.log_probs()
-    sums = np.zeros(len(request.decision.options), dtype=np.float64)
-    counts = np.zeros(len(request.decision.options), dtype=np.float64)
+    sums = np.zeros(len(question.answers), dtype=np.float64)
+    counts = np.zeros(len(question.answers), dtype=np.float64)
     for position, (branch, rows, tokens) in enumerate(zip(plan.branches, result.branches, planned.branches,
                                                           strict=True)):
         total = float(first[position])
@@ -159,19 +161,19 @@ class Likelihood:
     def __init__(self, frame: ChatFrame) -> None:
         self.frame = frame
 
-    def plan(self, request: DecisionRequest, content_free: bool = False) -> PromptPlan:
-        return answers_plan(self.frame, request, content_free=content_free)
+    def plan(self, question: Question, content_free: bool = False) -> PromptPlan:
+        return answers_plan(self.frame, question, content_free=content_free)
 
-    def answers(self, request: DecisionRequest, work: Work,
+    def answers(self, question: Question, work: Work,
                 content_free: bool = False) -> tuple[np.ndarray, np.ndarray, PromptPlan, Effort]:
         """Summed log-probabilities and token counts of the answers, the prompt, and what it cost."""
-        plan = self.plan(request, content_free)
+        plan = self.plan(question, content_free)
         planned, result, tokenize_ms = work.run(plan, answer_reads)
-        sums, counts = answer_log_probs(request, plan, planned, result)
+        sums, counts = answer_log_probs(question, plan, planned, result)
         return sums, counts, plan, Effort.of(result, tokenize_ms)
 
-    def score(self, request: DecisionRequest, work: Work) -> MethodScores:
-        sums, counts, plan, effort = self.answers(request, work)
+    def score(self, question: Question, work: Work) -> MethodScores:
+        sums, counts, plan, effort = self.answers(question, work)
         return MethodScores(option_logits=sums / counts, orders=(), allowed_token_mass=None,
                             prompt=PromptId.of(plan), effort=effort)
 
@@ -180,7 +182,7 @@ BaselineKey = tuple[str, tuple[tuple[str, str], ...]]
 
 
 class BaselineCache:
-    """pmi's content-free summed log-probabilities by option id, keyed by the criterion and the options (by id)."""
+    """pmi's content-free summed log-probabilities by answer id, keyed by the criterion and the answers (by id)."""
 
     def __init__(self, entries: int = BASELINE_CACHE_ENTRIES) -> None:
         self._entries: OrderedDict[BaselineKey, dict[str, float]] = OrderedDict()
@@ -188,10 +190,9 @@ class BaselineCache:
         self._lock = threading.Lock()  # shared by the decision workers
 
     @staticmethod
-    def key(request: DecisionRequest) -> BaselineKey:
-        """Any order of the same options has the same key: the baseline prompt lists them in canonical order."""
-        decision = request.decision
-        return decision.question, tuple(sorted((o.id, o.description) for o in decision.options))
+    def key(question: Question) -> BaselineKey:
+        """Any order of the same answers has the same key: the baseline prompt lists them in canonical order."""
+        return canonical_state(question.criterion), tuple(sorted((a.id, a.text) for a in question.answers))
 
     def get(self, key: BaselineKey) -> dict[str, float] | None:
         with self._lock:
@@ -214,18 +215,18 @@ class Pmi:
         self.likelihood = likelihood
         self.baselines = baselines or BaselineCache()
 
-    def score(self, request: DecisionRequest, work: Work) -> MethodScores:
-        options = request.decision.options
-        key = self.baselines.key(request)
+    def score(self, question: Question, work: Work) -> MethodScores:
+        answers = question.answers
+        key = self.baselines.key(question)
         baseline = self.baselines.get(key)
         extra: Effort | None = None
         cached = baseline is not None
         if baseline is None:  # before the main prompt, so the KV cache ends up holding the caller's state
-            values, _, _, extra = self.likelihood.answers(request, work, content_free=True)
-            baseline = {option.id: float(value) for option, value in zip(options, values, strict=True)}
+            values, _, _, extra = self.likelihood.answers(question, work, content_free=True)
+            baseline = {answer.id: float(value) for answer, value in zip(answers, values, strict=True)}
             self.baselines.put(key, baseline)
-        scores, _, plan, effort = self.likelihood.answers(request, work)
-        offsets = np.array([baseline[option.id] for option in options], dtype=np.float64)
+        scores, _, plan, effort = self.likelihood.answers(question, work)
+        offsets = np.array([baseline[answer.id] for answer in answers], dtype=np.float64)
         return MethodScores(option_logits=scores - offsets, orders=(), allowed_token_mass=None,
                             prompt=PromptId.of(plan), effort=effort.plus(extra) if extra else effort,
                             baseline_cached=cached)

@@ -29,8 +29,7 @@ import numpy as np
 TILE = 64  # GGML_FA_TILE_Q in the pinned llama.cpp (ggml-cpu/common.h)
 SINGLE, ROW, TILED = 1, 2, 3
 
-# (prompt length, split points): two tiled parts at an odd offset (67 + 64); about 1 s on 2 cores
-PROBE_SPLITS: tuple[tuple[int, tuple[int, ...]], ...] = ((131, (67,)),)
+PROBE_LENGTH = 131  # two tiled parts at an odd offset (67 + 64) within one ubatch; about 1 s on 2 cores
 
 Decode = Callable[[Sequence[int], Sequence[int]], np.ndarray]  # (tokens, split points) -> last token's logits
 
@@ -95,10 +94,20 @@ class ReuseRule:
         return (keep, grid) if keep < grid < total else (keep,)
 
 
-def verify_on(decode: Decode, tokens: Sequence[int]) -> list[str]:
+def probe_splits(ubatch: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """(prompt length, split points) that the whole decode computes in one tiled ubatch and the split in two tiled
+    parts: 131 at 67 (an odd offset) for ubatches of 131 tokens or more, one ubatch at its middle below that."""
+    length = min(PROBE_LENGTH, ubatch)
+    return ((length, (length - TILE,)),) if length >= 2 * TILE else ()
+
+
+def verify_on(decode: Decode, tokens: Sequence[int], ubatch: int) -> list[str]:
     """Split decodes that do not reproduce the whole decode's logits bit for bit (empty: the premise holds)."""
+    splits_to_check = probe_splits(ubatch)
+    if not splits_to_check:
+        return [f"a ubatch of {ubatch} tokens holds no two tiled parts ({TILE} tokens each)"]
     problems = []
-    for length, splits in PROBE_SPLITS:
+    for length, splits in splits_to_check:
         probe = list(tokens[:length])
         if len(probe) < length:
             return [f"{len(tokens)} probe tokens, {length} needed"]

@@ -22,7 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 
-from .request_schema import Debias, DecisionRequest
+from .question import Debias, Question
 
 SLOT_LETTERS = "ABCDEFGHIJKLMNOP"  # one single-token slot label per option, at most 16
 # v3 / answers-v2: the same text as v2 / v1, the criterion's key moved from the question's piece into the cached
@@ -38,16 +38,20 @@ ANSWERS_SYSTEM_TEXT = (
     "You are a decision function. Apply the criterion to the evidence and answer in a few words, "
     "without any explanation."
 )
+PLAIN_FRAME = "plain"  # SEMIF_CHAT_TEMPLATE's name for the frame of a model without a chat template
 USER_SENTINEL = "\u0001SEMIF-USER-MESSAGE\u0001"  # stands in for the user message while the frame is cut
 CONTENT_FREE_EVIDENCE = "N/A"  # pmi's baseline evidence (Zhao et al. 2021; Holtzman et al. 2021)
 
 
 @dataclass(frozen=True)
 class ChatFrame:
-    """The model's chat template around the user message, split at the message, for one system text."""
+    """The text around the user message, split at the message, for one system text: the model's chat template (or
+    a named built-in one), or for a base model with no template the plain frame below."""
 
     prefix: str  # system turn and the user turn's opening
     suffix: str  # the user turn's closing and the assistant turn's opening
+    name: str = "chat"  # "chat" (a chat template) or PLAIN_FRAME
+    answer_lead: str = ""  # what precedes an answer's text (the plain frame's space after "Answer:")
 
     @classmethod
     def from_rendered(cls, rendered: str) -> ChatFrame:
@@ -55,6 +59,17 @@ class ChatFrame:
             raise ValueError("the chat template does not reproduce the user message exactly once")
         prefix, suffix = rendered.split(USER_SENTINEL)
         return cls(prefix=prefix, suffix=suffix)
+
+    @classmethod
+    def plain(cls, system_text: str) -> ChatFrame:
+        """A base model's frame, as lm-evaluation-harness scores base models: no template, the instruction, the
+        message, then `Answer:` and each answer's text after a space (the space belongs to the answer, as a base
+        model's tokenizer joins it to the next word)."""
+        return cls(prefix=system_text + "\n\n", suffix="\nAnswer:", name=PLAIN_FRAME, answer_lead=" ")
+
+    def version(self, base: str) -> str:
+        """The prompt version answers carry: the frame is part of what the model read."""
+        return base if self.name == "chat" else f"{base}-{self.name}"
 
     @property
     def head(self) -> str:
@@ -120,56 +135,51 @@ def state_piece(state: object) -> str:
     return " " + canonical_state(state) + "," + CRITERION_KEY
 
 
-def criterion_value(question: str) -> str:
-    """The criterion's value as the question's piece begins: ` "<question>"`."""
-    return " " + _quoted(question)
+def criterion_value(criterion: object) -> str:
+    """The criterion's value as the question's piece begins: ` "<question>"`, or a structured criterion as
+    canonical JSON (` {...}`)."""
+    return " " + canonical_state(criterion)
 
 
-def canonical_order(request: DecisionRequest) -> list[int]:
-    """Option indexes sorted by their stable id: any input order gives the same prompts and the same numbers."""
-    options = request.decision.options
-    return sorted(range(len(options)), key=lambda i: options[i].id)
-
-
-def _orderings(request: DecisionRequest) -> list[tuple[int, ...]]:
-    if request.debias is Debias.NONE:
-        return [tuple(range(len(request.decision.options)))]
-    canonical = canonical_order(request)
+def _orderings(question: Question) -> list[tuple[int, ...]]:
+    if question.debias is Debias.NONE:
+        return [tuple(range(len(question.answers)))]
+    canonical = question.canonical_order()
     # the rotations put every option under every letter exactly once
     return [tuple(canonical[(start + slot) % len(canonical)] for slot in range(len(canonical)))
             for start in range(len(canonical))]
 
 
-def letters_plan(frame: ChatFrame, request: DecisionRequest) -> PromptPlan:
+def letters_plan(frame: ChatFrame, question: Question) -> PromptPlan:
     """SemIf's prompt: the lettered options; one branch per ordering (two or more only with debias=permute)."""
-    decision = request.decision
-    common = (Text(criterion_value(decision.question) + ","),)
+    common = (Text(criterion_value(question.criterion) + ","),)
     branches = []
-    for order in _orderings(request):
+    for order in _orderings(question):
         listed = ", ".join(f'{{"letter": "{SLOT_LETTERS[slot]}", "description": '
-                           f"{_quoted(decision.options[index].description)}}}" for slot, index in enumerate(order))
+                           f"{_quoted(question.answers[index].text)}}}" for slot, index in enumerate(order))
         branches.append(Branch(order=order, texts=(Text(' "options": [' + listed + "]}"),
                                                    Text(frame.suffix, template=True))))
-    plan = PromptPlan(head=frame.head, state=state_piece(decision.state), common=common, branches=tuple(branches),
-                      version=LETTERS_VERSION, sha256="")
+    plan = PromptPlan(head=frame.head, state=state_piece(question.state), common=common, branches=tuple(branches),
+                      version=frame.version(LETTERS_VERSION), sha256="")
     return _with_sha(plan, plan.text(0))
 
 
-def answers_plan(frame: ChatFrame, request: DecisionRequest, *, content_free: bool = False) -> PromptPlan:
-    """The evidence and the criterion; each option's text is one branch (the answer), in canonical order.
+def answers_plan(frame: ChatFrame, question: Question, *, content_free: bool = False) -> PromptPlan:
+    """The evidence and the criterion; each answer's text is one branch (the answer), in canonical order.
 
     With `content_free`, the evidence is replaced by a content-free one: pmi's baseline, which then depends only
-    on the criterion and the options and is computed once for them.
+    on the criterion and the answers and is computed once for them.
     """
-    decision = request.decision
-    order = canonical_order(request)
-    common = (Text(criterion_value(decision.question) + "}"), Text(frame.suffix, template=True))
-    branches = tuple(Branch(order=(index,), texts=(Text(decision.options[index].description),)) for index in order)
-    state = state_piece(CONTENT_FREE_EVIDENCE if content_free else decision.state)
-    plan = PromptPlan(head=frame.head, state=state, common=common, branches=branches, version=ANSWERS_VERSION,
-                      sha256="")
+    order = question.canonical_order()
+    common = (Text(criterion_value(question.criterion) + "}"), Text(frame.suffix, template=True))
+    branches = tuple(Branch(order=(index,), texts=(Text(frame.answer_lead + question.answers[index].text),))
+                     for index in order)
+    state = state_piece(CONTENT_FREE_EVIDENCE if content_free else question.state)
+    plan = PromptPlan(head=frame.head, state=state, common=common, branches=branches,
+                      version=frame.version(ANSWERS_VERSION), sha256="")
     prompt = plan.head + plan.state + "".join(t.text for t in common)
-    return _with_sha(plan, prompt + "".join("\x00" + decision.options[index].description for index in order))
+    return _with_sha(plan, prompt + "".join("\x00" + frame.answer_lead + question.answers[index].text
+                                              for index in order))
 
 
 def _with_sha(plan: PromptPlan, text: str) -> PromptPlan:

@@ -7,42 +7,21 @@ otherwise reach the tokenizer as something the caller did not mean.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from .errors import RequestError
+from .question import Answer, Debias, Kind, Question, Scoring
+from .strict_json import load_json
+
 MAX_OPTIONS = 16
 MIN_OPTIONS = 2
 MAX_ID_CHARS = 128
-MAX_NESTING = 64
 MAX_DECISIONS = 256  # in one application/json request; JSON Lines batches are bounded by the body size only
 STATE_TYPE_ERRORS = frozenset({"string_type", "dict_type", "list_type"})  # pydantic's, one per union member
 MANY_KEYS = frozenset({"decisions", "state", "temperature", "debias", "scoring"})
-
-
-class RequestError(ValueError):
-    """A client mistake: becomes a 4xx JSON error naming the field."""
-
-    def __init__(self, code: str, message: str, field: str | None = None, status: int = 400) -> None:
-        super().__init__(message)
-        self.code, self.message, self.field, self.status = code, message, field, status
-
-
-class Debias(StrEnum):
-    NONE = "none"
-    PERMUTE = "permute"
-
-
-class Scoring(StrEnum):
-    """How options are scored (methods.py); a request without `scoring` gets the endpoint's SEMIF_SCORING."""
-
-    LETTERS = "letters"
-    LIKELIHOOD = "likelihood"
-    PMI = "pmi"
 
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -104,38 +83,13 @@ class DecisionRequest(BaseModel):
             return self.scoring.value
         return Scoring.LETTERS.value if self.debias is Debias.PERMUTE else default
 
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise RequestError("duplicate_key", f"key {key!r} appears more than once in one object", key)
-        result[key] = value
-    return result
-
-
-def _reject_constant(name: str) -> float:
-    raise RequestError("invalid_json", f"{name} is not valid JSON")
-
-
-def _check_text(value: Any, path: str, depth: int = 0) -> None:
-    """Unpaired surrogates cannot be encoded for the tokenizer; deep nesting is not evidence."""
-    if depth > MAX_NESTING:
-        raise RequestError("too_deep", f"nesting deeper than {MAX_NESTING} levels", path or None)
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise RequestError("invalid_text", "contains an unpaired UTF-16 surrogate", path or None) from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_text(key, path, depth + 1)
-            _check_text(item, f"{path}.{key}" if path else key, depth + 1)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_text(item, f"{path}[{index}]", depth + 1)
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise RequestError("invalid_json", "numbers must be finite", path or None)
+    def to_question(self, default_method: str) -> Question:
+        """The decision as the core's question: its options are the answers, under their ids."""
+        decision = self.decision
+        return Question(state=decision.state, criterion=decision.question,
+                        answers=tuple(Answer(o.id, o.description) for o in decision.options),
+                        method=Scoring(self.method(default_method)), kind=Kind.DECISION, debias=self.debias,
+                        temperature=self.temperature)
 
 
 def _field_path(document: Any, error: Any) -> str:
@@ -150,20 +104,6 @@ def _field_path(document: Any, error: Any) -> str:
         elif error["type"] == "missing" and index == len(location) - 1:
             path = f"{path}.{part}" if path else str(part)
     return path
-
-
-def load_json(body: bytes) -> Any:
-    """Strict JSON: raises RequestError (duplicate keys, NaN/Infinity, deep nesting, bad UTF-8 or surrogates)."""
-    try:
-        document = json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
-    except RequestError:
-        raise
-    except RecursionError:
-        raise RequestError("too_deep", f"nesting deeper than {MAX_NESTING} levels") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RequestError("invalid_json", f"body is not valid UTF-8 JSON: {error}") from None
-    _check_text(document, "")
-    return document
 
 
 def validate_request(document: Any, where: Callable[[str], str] = lambda path: path) -> DecisionRequest:
@@ -220,9 +160,13 @@ def validate_many(document: dict[str, Any]) -> list[DecisionRequest]:
     return requests
 
 
-def parse_body(body: bytes) -> tuple[list[DecisionRequest], bool]:
-    """An application/json body: one decision, or several (`decisions`); True when several."""
-    document = load_json(body)
+def validate_document(document: Any) -> tuple[list[DecisionRequest], bool]:
+    """A JSON document: one decision, or several (`decisions`); True when several."""
     if isinstance(document, dict) and "decisions" in document and "decision" not in document:
         return validate_many(document), True
     return [validate_request(document)], False
+
+
+def parse_body(body: bytes) -> tuple[list[DecisionRequest], bool]:
+    """An application/json body: one decision, or several (`decisions`); True when several."""
+    return validate_document(load_json(body))

@@ -1,7 +1,7 @@
 """Identical requests answered from memory: the raw scores of recent decisions, keyed by what determines them.
 
-A decision's raw scores depend only on the model (fixed per process), the method, `debias` and the decision's
-text (state, criterion, options in order); temperature and calibration are applied afterwards, so they are not
+A question's raw scores depend only on the model (fixed per process), the method, `debias` and the question's
+text (state, criterion, answers in order); temperature and calibration are applied afterwards, so they are not
 part of the key. Keeping the raw scores, not the rendered answer, makes a repeat bit-identical by construction.
 """
 
@@ -14,15 +14,14 @@ from collections import OrderedDict
 
 from .methods import MethodScores
 from .prompt import canonical_state
-from .request_schema import DecisionRequest
+from .question import Question
 
 
-def result_key(request: DecisionRequest, method: str) -> bytes:
-    """A digest of every text that determines the scores, each JSON-quoted so no two decisions share one."""
-    decision = request.decision
-    hasher = hashlib.sha256(json.dumps([method, request.debias.value]).encode())
-    hasher.update(canonical_state(decision.state).encode())  # JSON already: the one copy of a large state
-    for text in (decision.question, *(part for o in decision.options for part in (o.id, o.description))):
+def result_key(question: Question) -> bytes:
+    """A digest of every text that determines the scores, each JSON-quoted so no two questions share one."""
+    hasher = hashlib.sha256(json.dumps([question.method.value, question.debias.value]).encode())
+    hasher.update(canonical_state(question.state).encode())  # JSON already: the one copy of a large state
+    for text in (canonical_state(question.criterion), *(part for a in question.answers for part in (a.id, a.text))):
         hasher.update(b"\x00" + json.dumps(text, ensure_ascii=False).encode())
     return hasher.digest()
 

@@ -1,9 +1,9 @@
 """Raw option scores -> probabilities (calibration and temperature applied) and the warnings a caller acts on.
 
 Probabilities are softmax(calibrated / T): with no calibration for the method, calibrated = option_logits, so
-the two arrays in a response never disagree; with one, calibrated = (option_logits - mean slot bias) / T_cal
-(see calibration.py). Arithmetic is float64 throughout, and every sum runs in a fixed order, so the same
-scores always give the same bits.
+the two arrays in a response never disagree; with one, calibrated = (option_logits - mean slot bias) / T_cal,
+or for a System One noul or score option_logits / T_cal + its bias term (see calibration.py). Arithmetic is
+float64 throughout, and every sum runs in a fixed order, so the same scores always give the same bits.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 
 from .calibration import Calibration, MethodCalibration
 from .methods import MethodScores
+from .question import Kind, Question
 
 # Warning codes and their thresholds (README, "Decision quality"): stable names a caller may branch on.
 LOW_OPTION_MASS = "low_option_mass"  # letters: the model's next token was mostly not an option letter
@@ -37,9 +38,22 @@ def softmax(values: np.ndarray) -> np.ndarray:
     return shifted / math.fsum(shifted.tolist())
 
 
-def calibrated_logits(raw: MethodScores, calibration: MethodCalibration | None) -> np.ndarray:
+def answer_bias(question: Question, bias: float) -> np.ndarray:
+    """A System One type's bias term per answer: on noul's "true" (Platt's intercept), a tilt over score's levels."""
+    ids = [answer.id for answer in question.answers]
+    if question.kind is Kind.NOUL:
+        return np.array([bias if answer_id == "true" else 0.0 for answer_id in ids], dtype=np.float64)
+    if question.kind is Kind.SCORE and len(ids) > 1:
+        return np.array([bias * (int(answer_id) / (len(ids) - 1) - 0.5) for answer_id in ids], dtype=np.float64)
+    return np.zeros(len(ids), dtype=np.float64)
+
+
+def calibrated_logits(raw: MethodScores, calibration: MethodCalibration | None,
+                      question: Question | None = None) -> np.ndarray:
     if calibration is None:
         return raw.option_logits
+    if calibration.answer_bias is not None and question is not None:
+        return raw.option_logits / calibration.temperature + answer_bias(question, calibration.answer_bias)
     bias = np.zeros_like(raw.option_logits)
     for order in raw.orders:
         for slot, index in enumerate(order):
@@ -59,11 +73,12 @@ def warnings_for(raw: MethodScores, probabilities: np.ndarray) -> list[str]:
     return found
 
 
-def score(raw: MethodScores, method: str, temperature: float, calibration: Calibration | None) -> Scores:
-    applied = calibration.for_method(method) if calibration else None
-    logits = calibrated_logits(raw, applied)
+def score(raw: MethodScores, question: Question, calibration: Calibration | None) -> Scores:
+    method, kind = question.method.value, question.kind.value
+    applied = calibration.lookup(kind, method) if calibration else None
+    logits = calibrated_logits(raw, applied, question)
     # shift before dividing: logits / a tiny temperature overflow to inf (and inf - inf is NaN)
-    probabilities = softmax((logits - logits.max()) / temperature)
+    probabilities = softmax((logits - logits.max()) / question.temperature)
     return Scores(option_logits=raw.option_logits.tolist(), probabilities=probabilities.tolist(),
                   warnings=warnings_for(raw, probabilities),
-                  calibration=calibration.describe(method) if applied and calibration else None)
+                  calibration=calibration.describe(method, kind) if applied and calibration else None)

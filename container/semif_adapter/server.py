@@ -25,6 +25,7 @@ from typing import Any
 import uvicorn
 
 from . import metrics
+from .api_keys import ApiKeys, KeysFileError
 from .http_app import build_app
 from .integrity import ModelIntegrityError
 from .llama_runtime import RuntimeStartError
@@ -112,11 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         settings: Settings = load_settings(model_path=args.model, model_dir=args.model_dir, port=args.port,
                                            host=args.host)
         model_path = resolve_model_path(settings.model_path, settings.model_dir)
-    except (SettingsError, ModelFileError) as error:
+        api_keys = ApiKeys(settings.api_keys_file) if settings.api_keys_file else None
+    except (SettingsError, ModelFileError, KeysFileError, OSError) as error:
         LOG.error("startup failed: %s", error)
         return 1
     service = DecisionService(settings, model_path)
-    config = uvicorn.Config(build_app(service), host=settings.host, port=settings.port, log_config=None,
+    config = uvicorn.Config(build_app(service, api_keys), host=settings.host, port=settings.port, log_config=None,
                             access_log=False,
                             timeout_graceful_shutdown=int(settings.drain_seconds + ABORT_GRACE_SECONDS),
                             timeout_keep_alive=75)  # longer than SageMaker's front-end keep-alive
@@ -129,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             failure.append(error)
             server.should_exit = True  # /ping stays 503 until the process is gone
 
-    LOG.info("starting", extra={"fields": {"model_path": str(model_path), "port": settings.port}})
+    LOG.info("starting", extra={"fields": {"model_path": str(model_path), "port": settings.port,
+                                           "api_keys": len(api_keys.key_ids()) if api_keys else None}})
     # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handlers it found: make those
     # no-ops, so the process goes on to free the model and exit 0 instead of dying by the signal.
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -20,25 +20,27 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ShuttingDownError
+from .identity import ModelIdentity
 from .integrity import digest
 from .kv_engine import DecisionEngine, DecodeAbortedError, worker_engines
 from .llama_runtime import LlamaRuntime
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
 from .prefix_cache import PrefixCache, default_budget
 from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT, canonical_state
-from .request_schema import Decision, DecisionRequest, Option, RequestError, Scoring
-from .response import ModelIdentity, Timing, render
+from .question import Answer, Question, Scoring
 from .result_cache import ResultCache, result_key
-from .scoring import score
+from .scoring import Scores, score
 from .settings import Settings
-from .tokens import PromptTokenizer, PromptTooLongError, check_exact
+from .tokens import PromptTokenizer, check_exact
 
 LOG = logging.getLogger("semif_adapter")
-WARMUP_DECISION = Decision(id="warm-up", state="The adapter is starting.", question="Is it ready?",
-                           options=[Option(id="yes", description="Yes."), Option(id="no", description="No.")])
+WARMUP_ANSWERS = (Answer("yes", "Yes."), Answer("no", "No."))
+WARMUP_QUESTION = Question(state="The adapter is starting.", criterion="Is it ready?", answers=WARMUP_ANSWERS,
+                           method=Scoring.PMI)
 # Probe states for the start-up tokenization check: edges where a tokenizer's pre-split could merge across a cut.
 EXACTNESS_PROBES: tuple[object, ...] = (
     "The adapter is starting.", " leading and trailing spaces ", "ends with digits 2024", "\"quoted\", and a comma,",
@@ -46,34 +48,70 @@ EXACTNESS_PROBES: tuple[object, ...] = (
 )
 
 
-class QueueFullError(Exception):
-    """The bounded queue is full."""
-
-
-class NotReadyError(Exception):
-    """The model is not loaded and warmed up yet."""
-
-
-class ShuttingDownError(Exception):
-    """SIGTERM arrived: no new work, and queued work that cannot finish in time is handed back."""
+@dataclass(frozen=True)
+class Timing:
+    queue_ms: float
+    total_ms: float
+    source: str | None = None  # "result": the whole answer came from the result cache
 
 
 @dataclass(frozen=True)
 class Decided:
-    """One answer and the facts the access log and the metrics report about it."""
+    """One question's answer (raw scores, probabilities, timing), for a contract to render, and the facts the
+    access log and the metrics report about it."""
 
-    body: bytes
-    method: str
-    prompt_tokens: int
-    evaluated_tokens: int
-    cached_tokens: int
-    cache_source: str
-    queue_ms: float
-    forward_ms: float
-    total_ms: float
-    top_probability: float
-    allowed_token_mass: float | None
-    warnings: tuple[str, ...]
+    question: Question
+    raw: MethodScores
+    scores: Scores
+    timing: Timing
+
+    @property
+    def method(self) -> str:
+        return self.question.method.value
+
+    @property
+    def from_results(self) -> bool:
+        return self.timing.source == "result"
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.raw.effort.prompt_tokens
+
+    @property
+    def evaluated_tokens(self) -> int:
+        return 0 if self.from_results else self.raw.effort.evaluated_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        return self.raw.effort.prompt_tokens if self.from_results else self.raw.effort.cached_tokens
+
+    @property
+    def cache_source(self) -> str:
+        return self.timing.source or self.raw.effort.cache_source
+
+    @property
+    def queue_ms(self) -> float:
+        return self.timing.queue_ms
+
+    @property
+    def forward_ms(self) -> float:
+        return 0.0 if self.from_results else self.raw.effort.forward_ms
+
+    @property
+    def total_ms(self) -> float:
+        return self.timing.total_ms
+
+    @property
+    def top_probability(self) -> float:
+        return max(self.scores.probabilities)
+
+    @property
+    def allowed_token_mass(self) -> float | None:
+        return self.raw.allowed_token_mass
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(self.scores.warnings)
 
 
 class DecisionService:
@@ -123,20 +161,22 @@ class DecisionService:
         self._engines = worker_engines(runtime, self.prefix_cache, self.workers, self.settings.threads_batch)
         for engine in self._engines:
             self._idle.put(Work(tokenizer, engine))
-        self._identity = ModelIdentity.of(model, runtime.facts)
-        probes = [DecisionRequest(decision=WARMUP_DECISION.model_copy(update={"state": state}))
-                  for state in EXACTNESS_PROBES]
+        self._identity = ModelIdentity.of(model, runtime.facts, self.settings.model_name)
+        probes = [replace(WARMUP_QUESTION, state=state) for state in EXACTNESS_PROBES]
         inexact = check_exact(tokenizer, [p for r in probes for p in (letters.plan(r), likelihood.plan(r))])
         if inexact:
             LOG.warning("prompt pieces do not add up to the whole prompt's tokens for this model's tokenizer; "
                         "scores stay deterministic, prompts read a few more tokens",
                         extra={"fields": {"problems": inexact[:4]}})
-        warm = [self._decide(DecisionRequest(decision=WARMUP_DECISION, scoring=Scoring(name)), time.perf_counter())
+        warm = [self._decide(replace(WARMUP_QUESTION, method=Scoring(name)), time.perf_counter())
                 for name in self._methods]  # /ping must not say 200 before every method works
         LOG.info("ready", extra={"fields": {
-            "model": self._identity.document, "model_hash_ms": round(model.hash_ms, 1),
+            "model": self._identity.document, "model_name": self._identity.name,
+            "model_hash_ms": round(model.hash_ms, 1),
             "load_ms": round((time.perf_counter() - started) * 1000, 1), "exact_tokens": not inexact,
-            "default_scoring": self.settings.scoring, "warmup_prompt_tokens": warm[0].prompt_tokens,
+            "prompt_frame": runtime.frame_name(self.settings.chat_template),
+            "default_scoring": self.settings.scoring, "systemone_frames": self.settings.frames.describe(),
+            "warmup_prompt_tokens": warm[0].prompt_tokens,
             "head_tokens": {name: len(tokenizer.head(frame.head)) for name, frame in
                             (("letters", letters_frame), ("likelihood", answers_frame), ("pmi", answers_frame))},
             "calibration": self.settings.calibration.sha256[:12] if self.settings.calibration else None,
@@ -171,11 +211,11 @@ class DecisionService:
         if not self.ready:
             raise NotReadyError
         if self._admitted and self._admitted + count > self.settings.queue_size:
-            raise QueueFullError
+            raise QueueFullError(f"{self.settings.queue_size} decisions are already admitted; retry")
         self._admitted += count
 
-    async def decide(self, request: DecisionRequest) -> Decided:
-        answer = (await self.decide_all([request]))[0]
+    async def decide(self, question: Question) -> Decided:
+        answer = (await self.decide_all([question]))[0]
         if isinstance(answer, BaseException):
             try:
                 raise answer
@@ -183,19 +223,19 @@ class DecisionService:
                 del answer
         return answer
 
-    async def decide_all(self, requests: Sequence[DecisionRequest]) -> list[Decided | BaseException]:
-        """Every request's answer (or its error) in input order; run in the order that reuses most."""
+    async def decide_all(self, questions: Sequence[Question]) -> list[Decided | BaseException]:
+        """Every question's answer (or its error) in input order; run in the order that reuses most."""
         admitted_at = time.perf_counter()
         with self._lock:
-            self._admit(len(requests))
+            self._admit(len(questions))
             jobs: dict[int, Future[Decided]] = {}
             assert self._executor is not None  # ready
-            for index in reuse_order(requests, self.settings.scoring):
-                job = self._executor.submit(self._decide, requests[index], admitted_at)
+            for index in reuse_order(questions):
+                job = self._executor.submit(self._decide, questions[index], admitted_at)
                 self._pending.add(job)
                 job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
                 jobs[index] = job
-        waiting = [asyncio.wrap_future(jobs[i]) for i in range(len(requests))]
+        waiting = [asyncio.wrap_future(jobs[i]) for i in range(len(questions))]
         self._waiting.update(waiting)
         try:
             done = await asyncio.gather(*waiting, return_exceptions=True)
@@ -251,37 +291,34 @@ class DecisionService:
             self._runtime.request_abort()  # every worker's context
 
     # -- one decision (worker thread) ------------------------------------------------------------------------
-    def _score(self, request: DecisionRequest, method: str) -> MethodScores:
+    def _score(self, question: Question) -> MethodScores:
         """On whichever worker's engine is free: there is one per executor thread, so one always is."""
         work = self._idle.get()
         try:
-            return self._methods[method].score(request, work)
+            return self._methods[question.method.value].score(question, work)
         finally:
             self._idle.put(work)
 
-    def _decide(self, request: DecisionRequest, admitted_at: float) -> Decided:
-        assert self._identity is not None
+    def _decide(self, question: Question, admitted_at: float) -> Decided:
         started = time.perf_counter()
-        method = request.method(self.settings.scoring)
-        key = result_key(request, method)
+        key = result_key(question)
         raw: MethodScores | None = self._results.get(key)
         source = "result" if raw is not None else None
         if raw is None:
-            raw = self._score(request, method)
+            raw = self._score(question)
             self._results.put(key, raw)
-        scores = score(raw, method, request.temperature, self.settings.calibration)
+        scores = score(raw, question, self.settings.calibration)
         finished = time.perf_counter()
         timing = Timing(queue_ms=(started - admitted_at) * 1000, total_ms=(finished - admitted_at) * 1000,
                         source=source)
-        body = render(request, method, raw=raw, scores=scores, model=self._identity, timing=timing)
-        effort = raw.effort
-        return Decided(body=body, method=method, prompt_tokens=effort.prompt_tokens,
-                       evaluated_tokens=0 if source else effort.evaluated_tokens,
-                       cached_tokens=effort.prompt_tokens if source else effort.cached_tokens,
-                       cache_source=source or effort.cache_source, queue_ms=timing.queue_ms,
-                       forward_ms=0.0 if source else effort.forward_ms, total_ms=timing.total_ms,
-                       top_probability=max(scores.probabilities), allowed_token_mass=raw.allowed_token_mass,
-                       warnings=tuple(scores.warnings))
+        return Decided(question=question, raw=raw, scores=scores, timing=timing)
+
+    @property
+    def identity(self) -> ModelIdentity:
+        """Which weights produce the scores (known once the model is loaded)."""
+        if self._identity is None:
+            raise NotReadyError
+        return self._identity
 
     def close(self) -> None:
         """Finish the running decision, then free the native objects."""
@@ -295,13 +332,13 @@ class DecisionService:
             self._runtime.close()
 
 
-def reuse_order(requests: Sequence[DecisionRequest], default_method: str) -> list[int]:
+def reuse_order(questions: Sequence[Question]) -> list[int]:
     """Indexes grouped by method (each has its own head), then state, then criterion, each group where it first
-    appears: consecutive decisions then share the longest prefix. Only the speed depends on this order."""
+    appears: consecutive questions then share the longest prefix. Only the speed depends on this order."""
     ranks: dict[tuple[str, ...], int] = {}
     keys = []
-    for index, request in enumerate(requests):
-        method, state = request.method(default_method), canonical_state(request.decision.state)
-        groups = ((method,), (method, state), (method, state, request.decision.question))
+    for index, question in enumerate(questions):
+        method, state = question.method.value, canonical_state(question.state)
+        groups = ((method,), (method, state), (method, state, canonical_state(question.criterion)))
         keys.append((*(ranks.setdefault(group, len(ranks)) for group in groups), index))
     return [key[-1] for key in sorted(keys)]

@@ -18,6 +18,7 @@ from pathlib import Path
 from .calibration import SCORING_METHODS, Calibration, CalibrationError, parse_calibration
 from .llama_flags import PREFIX
 from .model_files import DEFAULT_MODEL_DIR
+from .systemone_frames import DEFAULT_FRAMES, Frames, parse_frames
 
 SEMIF_PREFIX = "SEMIF_"
 DEFAULT_BODY_TIMEOUT_SECONDS = 30  # a sender slower than this loses its request, not the server's attention
@@ -43,6 +44,14 @@ SEMIF_KEYS: dict[str, str] = {
     "SEMIF_CACHE_BYTES": "host-memory cache of evaluated prefixes, in bytes (default: from the memory limit)",
     "SEMIF_RESULT_CACHE_ENTRIES": "identical requests answered from memory: how many answers are kept",
     "SEMIF_ENDPOINT_NAME": "the endpoint name, a dimension of the adapter's CloudWatch metrics",
+    "SEMIF_MODEL_NAME": "the model's name in System One answers and GET /v1/models (default: the GGUF file's name "
+                        "without .gguf); requests may also say jev-latest",
+    "SEMIF_API_KEYS_FILE": "a file of hashed API keys (one `KEY_ID sha256:HEX` per line): when set, every route but "
+                           "/ping and /execution-parameters needs `Authorization: Bearer KEY` (for a port exposed "
+                           "directly; SageMaker authenticates callers itself)",
+    "SEMIF_SYSTEMONE_FRAMES": "how System One questions are worded for the model, e.g. "
+                              "`choice=name_description,noul=described,score=levels` (the measured default; "
+                              "README, System One API)",
     "SEMIF_WORKERS": "decisions evaluated at once, each on a llama.cpp context of its own (default: 2 on a CPU, "
                      "1 with layers on a GPU)",
 }
@@ -76,7 +85,7 @@ class Settings:
     threads: int
     threads_batch: int
     batch_size: int
-    ubatch_size: int
+    ubatch_size: int | None  # None: `default_ubatch` of the model's vocabulary (llama_runtime)
     flash_attn: FlashAttention
     queue_size: int  # requests admitted (running + waiting) before 503 + Retry-After
     max_body_bytes: int
@@ -90,6 +99,9 @@ class Settings:
     result_cache_entries: int = DEFAULT_RESULT_CACHE_ENTRIES
     endpoint_name: str | None = None
     workers: int | None = None  # None: `worker_count` decides once the model is loaded
+    model_name: str | None = None  # None: the GGUF file's name without .gguf
+    api_keys_file: str | None = None  # None: no key needed (an Authorization header is accepted and ignored)
+    frames: Frames = DEFAULT_FRAMES  # how System One questions are worded
 
     def worker_count(self, cpu_only: bool) -> int:
         """SEMIF_WORKERS, else DEFAULT_CPU_WORKERS on a CPU (at most the threads) and 1 with layers on a GPU."""
@@ -173,8 +185,8 @@ def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | Non
     env = os.environ if env is None else env
     threads = _optional_int(env, PREFIX + "THREADS", 1) or cpu_quota()
     batch_size = _int(env, PREFIX + "BATCH_SIZE", 2048, 1)
-    ubatch_size = _int(env, PREFIX + "UBATCH_SIZE", 512, 1)
-    if ubatch_size > batch_size:
+    ubatch_size = _optional_int(env, PREFIX + "UBATCH_SIZE", 1)
+    if ubatch_size is not None and ubatch_size > batch_size:
         raise SettingsError(PREFIX + "UBATCH_SIZE", f"{ubatch_size} exceeds BATCH_SIZE {batch_size}")
     sha = env.get(SEMIF_PREFIX + "MODEL_SHA256") or None
     if sha is not None and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
@@ -203,7 +215,27 @@ def load_settings(env: Mapping[str, str] | None = None, *, model_path: str | Non
         result_cache_entries=_int(env, SEMIF_PREFIX + "RESULT_CACHE_ENTRIES", DEFAULT_RESULT_CACHE_ENTRIES, 0),
         endpoint_name=env.get(SEMIF_PREFIX + "ENDPOINT_NAME") or None,
         workers=_workers(env),
+        model_name=env.get(SEMIF_PREFIX + "MODEL_NAME") or None,
+        api_keys_file=_api_keys_file(env),
+        frames=_frames(env),
     )
+
+
+def _frames(env: Mapping[str, str]) -> Frames:
+    key = SEMIF_PREFIX + "SYSTEMONE_FRAMES"
+    try:
+        return parse_frames(env.get(key) or "")
+    except ValueError as error:
+        raise SettingsError(key, str(error)) from None
+
+
+def _api_keys_file(env: Mapping[str, str]) -> str | None:
+    """The keys file must exist at start-up: a typo in its path must not leave the port open without keys."""
+    key = SEMIF_PREFIX + "API_KEYS_FILE"
+    path = env.get(key) or None
+    if path is not None and not Path(path).is_file():
+        raise SettingsError(key, f"{path} is not a readable file")
+    return path
 
 
 def _workers(env: Mapping[str, str]) -> int | None:

@@ -13,22 +13,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from .errors import PromptTooLongError, RequestError
 from .llama_runtime import LlamaRuntime, TooManyTokensError
 from .prompt import PromptPlan, Text
-from .request_schema import RequestError
 
 TOKEN_CACHE_BUDGET = 1 << 18  # tokens of user text kept for reuse, all entries together (~10 MB)
-
-
-class PromptTooLongError(ValueError):
-    """The prompt does not fit the context; never truncated silently. `field` names the culprit."""
-
-    def __init__(self, needed: int, context: int, detail: str, field: str = "decision", *,
-                 exact: bool = True) -> None:
-        at_least = "" if exact else "at least "
-        super().__init__(f"prompt needs {at_least}{needed} tokens of context ({detail}) but the context holds "
-                         f"{context}")
-        self.needed, self.context, self.field = needed, context, field
 
 
 @dataclass(frozen=True)

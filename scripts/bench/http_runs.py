@@ -136,7 +136,8 @@ def burst(url: str, bodies: list[bytes]) -> tuple[float, list[Outcome]]:
 # -- the chat path ------------------------------------------------------------------------------------
 def chat_body(spec: Spec) -> bytes:
     """The same system text and user message the adapter's template wraps, as chat messages."""
-    plan = letters_plan(ChatFrame(prefix="", suffix=""), DecisionRequest.model_validate(spec.body()))
+    question = DecisionRequest.model_validate(spec.body()).to_question("letters")
+    plan = letters_plan(ChatFrame(prefix="", suffix=""), question)
     user = plan.text(0)
     return json.dumps({"messages": [{"role": "system", "content": LETTERS_SYSTEM_TEXT},
                                     {"role": "user", "content": user}],

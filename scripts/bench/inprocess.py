@@ -19,6 +19,7 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
+from semif_adapter.identity import ModelIdentity
 from semif_adapter.integrity import digest
 from semif_adapter.kv_engine import DecisionEngine
 from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
@@ -27,8 +28,9 @@ from semif_adapter.partial_reuse import ReuseRule, common_prefix
 from semif_adapter.prefix_cache import PrefixCache
 from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, PromptPlan
 from semif_adapter.request_schema import DecisionRequest, parse_request
-from semif_adapter.response import ModelIdentity, Timing, render
+from semif_adapter.response import render
 from semif_adapter.scoring import score, softmax
+from semif_adapter.service import Decided, Timing
 from semif_adapter.settings import Settings, load_settings
 from semif_adapter.tokens import PlanTokens, PromptTokenizer
 
@@ -95,7 +97,7 @@ class Model:
         return cls(runtime, letters, PromptTokenizer(runtime), engine, Decoder(runtime), settings, path)
 
     def plan(self, spec: Spec) -> PromptPlan:
-        return self.letters.plan(DecisionRequest.model_validate(spec.body()))
+        return self.letters.plan(DecisionRequest.model_validate(spec.body()).to_question(self.letters.name))
 
     def tokens(self, spec: Spec) -> PlanTokens:
         return self.tokenizer.tokens(self.plan(spec))
@@ -266,9 +268,10 @@ def pipeline_overhead_ms(model: Model, specs: list[Spec]) -> list[float]:
             spent[0] = 0.0
             started = time.perf_counter()
             request = parse_request(body)
-            raw = model.letters.score(request, work)
-            scores = score(raw, model.letters.name, request.temperature, None)
-            render(request, model.letters.name, raw=raw, scores=scores, model=identity, timing=Timing(0.0, 0.0))
+            question = request.to_question(model.letters.name)
+            raw = model.letters.score(question, work)
+            decided = Decided(question, raw, score(raw, question, None), Timing(0.0, 0.0))
+            render(request, decided, identity)
             overheads.append((time.perf_counter() - started - spent[0]) * 1000)
     model.fresh_engine()
     return overheads

@@ -72,7 +72,7 @@ def knob_phase(model_path: Path, config: Config) -> list[dict[str, Any]]:
             models.append(Model.open(model_path, knob.env))
         floors = floor_sets(models, config, [knob.long for knob in config.knobs])
         return [{"label": knob.label, "env": knob.env, "threads": model.settings.threads,
-                 "flash_attn": model.settings.flash_attn.name.lower(), "ubatch": model.settings.ubatch_size, **floor}
+                 "flash_attn": model.settings.flash_attn.name.lower(), "ubatch": model.runtime.n_ubatch, **floor}
                 for knob, model, floor in zip(config.knobs, models, floors, strict=True)]
     finally:
         for model in models:

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from support.models import MATRIX, MatrixModel
 
 from scripts.local.endpoints import start_decision_container
 from scripts.local.processes import ChildError, wait_for_ping
@@ -76,6 +77,18 @@ def adapter() -> Iterator[AdapterProcess]:
     try:
         process.wait_ready()
         yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module", params=MATRIX)
+def matrix_adapter(request: pytest.FixtureRequest) -> Iterator[tuple[MatrixModel, AdapterProcess]]:
+    """The adapter on each model of the matrix in turn (every answer computed: no result cache)."""
+    model: MatrixModel = request.param
+    process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(model.path), "SEMIF_RESULT_CACHE_ENTRIES": "0"})
+    try:
+        process.wait_ready()
+        yield model, process
     finally:
         process.stop()
 

@@ -58,10 +58,11 @@ def test_json_lines_answers_are_the_single_answers_in_input_order(client, make_d
 
 
 def test_a_batch_runs_grouped_by_method_then_state_then_criterion(make_decision):
-    requests = [DecisionRequest.model_validate(body) for body in bodies(make_decision, "pmi") + bodies(make_decision)]
+    requests = [DecisionRequest.model_validate(body).to_question("pmi")
+                for body in bodies(make_decision, "pmi") + bodies(make_decision)]
     random.Random(3).shuffle(requests)
-    order = [requests[i] for i in reuse_order(requests, "pmi")]
-    keys = [(r.method("pmi"), r.decision.state) for r in order]
+    order = [requests[i] for i in reuse_order(requests)]
+    keys = [(r.method.value, r.state) for r in order]
     runs = [key for index, key in enumerate(keys) if index == 0 or key != keys[index - 1]]
     assert len(runs) == len(set(runs)) == 2 * len(STATES)  # each method + state once, its lines together
     assert len([k for i, k in enumerate(runs) if i == 0 or k[0] != runs[i - 1][0]]) == 2  # each method together

@@ -16,7 +16,7 @@ from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, scor
 
 from semif_adapter.llama_runtime import LlamaRuntime, TooManyTokensError
 from semif_adapter.methods import answer_reads
-from semif_adapter.partial_reuse import PROBE_SPLITS, ReuseRule, common_prefix, verify_on
+from semif_adapter.partial_reuse import PROBE_LENGTH, ReuseRule, common_prefix, probe_splits, verify_on
 from semif_adapter.prefix_cache import KEY_OVERHEAD_BYTES, PrefixCache, SavedPrefix, default_budget, token_bytes
 from semif_adapter.service import EXACTNESS_PROBES
 from semif_adapter.tokens import check_exact
@@ -139,9 +139,15 @@ def test_the_start_up_probe_fails_where_a_split_crosses_a_kernel_class(runtime):
     def crossing(probe: list[int], splits: tuple[int, ...]) -> object:  # one more cut: a part too short to tile
         return engine.engine.split_decode(probe, sorted({*splits, 20}) if splits else ())
 
-    problems = verify_on(crossing, tokens)
-    assert len(problems) == 1 and problems[0].startswith(f"{PROBE_SPLITS[0][0]} tokens split at [67]")
+    problems = verify_on(crossing, tokens, runtime.n_ubatch)
+    assert len(problems) == 1 and problems[0].startswith(f"{PROBE_LENGTH} tokens split at [67]")
     engine.close()
+
+
+def test_the_probe_fits_the_ubatch_and_refuses_one_too_small_for_two_tiles():
+    assert probe_splits(512) == ((PROBE_LENGTH, (67,)),)
+    assert probe_splits(128) == ((128, (64,)),)  # a 262k vocabulary's default ubatch: one ubatch, split at a tile
+    assert verify_on(lambda tokens, splits: None, list(range(200)), 100)[0].startswith("a ubatch of 100 tokens")
 
 
 def test_a_shared_opening_is_kept_where_exact_and_never_moves_a_number(runtime):

@@ -7,16 +7,22 @@ import json
 import pytest
 
 from semif_adapter.prompt import SLOT_LETTERS, ChatFrame, answers_plan, canonical_state, letters_plan
-from semif_adapter.request_schema import Debias, RequestError, Scoring, parse_request
+from semif_adapter.question import Question
+from semif_adapter.request_schema import Debias, DecisionRequest, RequestError, Scoring, parse_request
 
 FRAME = ChatFrame(prefix="<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n",
                   suffix="<|im_end|>\n<|im_start|>assistant\n")
 
 
-def request(options: list[str], **knobs: object):
+def parsed(options: list[str], **knobs: object) -> DecisionRequest:
     body = {"decision": {"id": "d", "state": {"b": 1, "a": [1, 2]}, "question": "Which?",
                          "options": [{"id": o, "description": f"about {o}"} for o in options]}, **knobs}
     return parse_request(json.dumps(body).encode())
+
+
+def request(options: list[str], **knobs: object) -> Question:
+    """The decision as the core's question (what prompts are built from)."""
+    return parsed(options, **knobs).to_question("letters")
 
 
 def test_object_state_is_serialised_canonically():
@@ -81,17 +87,19 @@ def test_default_keeps_request_order_and_one_branch():
 
 
 def test_knobs_default_and_validate():
-    parsed = request(["a", "b"])
-    assert (parsed.temperature, parsed.debias, parsed.scoring) == (1.0, Debias.NONE, None)
-    assert request(["a", "b"], scoring="pmi").scoring is Scoring.PMI
+    plain = parsed(["a", "b"])
+    assert (plain.temperature, plain.debias, plain.scoring) == (1.0, Debias.NONE, None)
+    assert parsed(["a", "b"], scoring="pmi").scoring is Scoring.PMI
+    assert parsed(["a", "b"], scoring="pmi").to_question("letters").method is Scoring.PMI
+    assert plain.to_question("likelihood").method is Scoring.LIKELIHOOD  # the endpoint's default
     with pytest.raises(RequestError) as unknown:
-        request(["a", "b"], scoring="letter")
+        parsed(["a", "b"], scoring="letter")
     assert unknown.value.field == "scoring"
     with pytest.raises(RequestError) as caught:
-        request(["a", "b"], temperature=-1)
+        parsed(["a", "b"], temperature=-1)
     assert caught.value.field == "temperature"
     with pytest.raises(RequestError, match="Infinity is not valid JSON"):
-        request(["a", "b"], temperature=float("inf"))
+        parsed(["a", "b"], temperature=float("inf"))
 
 
 def test_chat_frame_needs_the_message_exactly_once():

@@ -103,7 +103,7 @@ class Workers:
         self.works = [Work(self.methods.tokenizer, engine) for engine in engines]
 
     def score(self, worker: int, method: str, state: object, question: str) -> tuple[bytes, str, int]:
-        raw = self.methods.methods[method].score(request_of(state, question), self.works[worker])
+        raw = self.methods.methods[method].score(request_of(state, question, method=method), self.works[worker])
         return raw.option_logits.tobytes(), raw.effort.cache_source, raw.effort.cached_tokens
 
 

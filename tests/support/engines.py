@@ -12,6 +12,7 @@ from semif_adapter.llama_runtime import LlamaRuntime
 from semif_adapter.methods import Letters, Likelihood, Pmi, Work
 from semif_adapter.prefix_cache import PrefixCache
 from semif_adapter.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
+from semif_adapter.question import Question
 from semif_adapter.request_schema import DecisionRequest
 from semif_adapter.service import EXACTNESS_PROBES
 from semif_adapter.tokens import PromptTokenizer
@@ -53,17 +54,17 @@ class Engine:
                                                  for t in self.tokenizer.tokens(self.letters.plan(r)).joined()])
 
     def score(self, method: str, state: object, question: str, options: list[dict] = OPTIONS) -> tuple:
-        request = request_of(state, question, options)
-        raw = self.methods[method].score(request, self.work)
+        raw = self.methods[method].score(request_of(state, question, options, method), self.work)
         return raw.option_logits.tobytes(), raw.effort.cache_source, raw.effort.cached_tokens
 
     def close(self) -> None:
         self.engine.close()
 
 
-def request_of(state: object, question: str, options: list[dict] = OPTIONS) -> DecisionRequest:
+def request_of(state: object, question: str, options: list[dict] = OPTIONS, method: str = "letters") -> Question:
+    """A SemIf decision as the core's question."""
     return DecisionRequest.model_validate({"decision": {"id": "t", "state": state, "question": question,
-                                                        "options": options}})
+                                                        "options": options}}).to_question(method)
 
 
 def score_alone(runtime: LlamaRuntime, method: str, state: object, question: str) -> tuple:

@@ -1,0 +1,56 @@
+"""The one internal question every contract parses into and the decision core scores.
+
+A SemIf decision and each System One question become a `Question`: the evidence, the criterion, the answers to
+score (a stable id the caller branches on, and the text the model reads) and how to score them. Prompts, methods,
+caches and calibration see only this, so a contract is a front door (parse, render, errors), never a branch in
+the core; a third contract would be one more door.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Debias(StrEnum):
+    NONE = "none"
+    PERMUTE = "permute"
+
+
+class Scoring(StrEnum):
+    """How answers are scored (methods.py); a request that names none gets the endpoint's SEMIF_SCORING."""
+
+    LETTERS = "letters"
+    LIKELIHOOD = "likelihood"
+    PMI = "pmi"
+
+
+class Kind(StrEnum):
+    """What the answers are, which selects the calibration that applies (calibration.py)."""
+
+    DECISION = "decision"  # a SemIf decision: options under the SemIf calibration's `methods`
+    CHOICE = "choice"  # System One: one of the named options
+    NOUL = "noul"  # System One: yes/no, answers "true" and "false"
+    SCORE = "score"  # System One: ordered levels "0".."n-1"
+
+
+@dataclass(frozen=True)
+class Answer:
+    id: str  # the caller's stable id for this answer
+    text: str  # what the model reads (letters: under a slot letter; answer methods: the scored continuation)
+
+
+@dataclass(frozen=True)
+class Question:
+    state: Any  # str, or a JSON object/array (serialised canonically by the prompt)
+    criterion: Any  # str, or a JSON object/array (System One's structured instructions)
+    answers: tuple[Answer, ...]
+    method: Scoring
+    kind: Kind = Kind.DECISION
+    debias: Debias = Debias.NONE
+    temperature: float = 1.0  # applied after the raw scores: never part of a cache key
+
+    def canonical_order(self) -> list[int]:
+        """Answer indexes sorted by their stable id: any input order gives the same prompts and numbers."""
+        return sorted(range(len(self.answers)), key=lambda i: self.answers[i].id)

@@ -1,0 +1,54 @@
+"""The public conformance suite (`jevcompat`, pinned, from PyPI), unmodified, against the adapter started exactly as
+the image starts it: once without auth and once with a key. Every MUST and SHOULD of SPEC 0.1 must pass."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from jevcompat.spec import REQUIREMENTS
+
+from semif_adapter.api_keys import HASH_PREFIX, digest
+from semif_adapter.embedded_model import embedded_model_path
+
+pytestmark = pytest.mark.slow
+KEY = "sk-semif-conformance-test-key"
+RUN_TIMEOUT_S = 900
+
+
+def jevcompat(url: str, report: Path, *extra: str) -> dict:
+    jevcompat_cli = Path(sys.executable).parent / "jevcompat"
+    done = subprocess.run([str(jevcompat_cli), "test", url, "--json", str(report), "--timeout", "300", *extra],
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    assert report.exists(), done.stdout + done.stderr
+    return json.loads(report.read_text())
+
+
+def outcomes(report: dict) -> dict[str, str]:
+    return {result["id"]: result["status"] for result in report["results"]}
+
+
+def test_conformant_without_and_with_a_key_every_must_and_should(start_adapter, tmp_path):
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"# the test's key\nconformance {HASH_PREFIX}{digest(KEY).hex()}\n")
+    model = {"SM_LLAMA_CPP_MODEL": str(embedded_model_path())}
+    open_port = start_adapter(model)
+    keyed = start_adapter({**model, "SEMIF_API_KEYS_FILE": str(keys)})
+    open_port.wait_ready()
+    keyed.wait_ready()
+    plain = jevcompat(open_port.url, tmp_path / "open.json")
+    guarded = jevcompat(keyed.url, tmp_path / "keyed.json", "--key", KEY)
+    for report in (plain, guarded):
+        assert report["summary"]["verdict"] == "conformant", report["summary"]
+        assert not report["inconclusive"] and not report["case_errors"] and report["aborted"] is None
+    runs = [outcomes(plain), outcomes(guarded)]
+    failed = sorted(req for run in runs for req, status in run.items() if status == "fail")
+    untested = sorted(req for req in REQUIREMENTS if not any(run.get(req) == "pass" for run in runs))
+    assert not failed and not untested, {"failed": failed, "untested": untested}
+    assert sum(r.level == "MUST" for r in REQUIREMENTS.values()) == 33
+    assert sum(r.level == "SHOULD" for r in REQUIREMENTS.values()) == 15
+    assert KEY not in keyed.logs()  # keys are never logged; the caller's key id is
+    assert '"key_id": "conformance"' in keyed.logs()
