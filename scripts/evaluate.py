@@ -4,9 +4,13 @@
     python -m scripts.evaluate CASES.jsonl --local [--port 8080]                     # the local gateway
     python -m scripts.evaluate CASES.jsonl --endpoint semif-prod-decision            # AWS (boto3)
         [--scoring letters,likelihood,pmi] [--json OUT.json] [--plot OUT.png] [--fit-calibration CAL.json]
+    python -m scripts.evaluate tests/data/systemone.jsonl --endpoint-url http://127.0.0.1:8080 --scoring pmi
 
-Cases are JSON Lines `{"decision": {...}, "gold": "<option id>", "kind": "...", "note": "..."}` (kind and
-note optional). Every case is sent once per method with its options as given and once reversed.
+SemIf cases are JSON Lines `{"decision": {...}, "gold": "<option id>", "kind": "...", "note": "..."}` (kind and
+note optional); every case is sent once per method with its options as given and once reversed. System One cases
+are `{"id": "...", "state": ..., "questions": {id: question}, "gold": {id: answer}, "kind": "...", "note": "..."}`
+(gold: a choice's option name, a noul's true or false, a score's level index; id, kind and note optional), each
+sent once per method as a System One request: POST URL/v1/systemone, or the same body through /invocations.
 """
 
 from __future__ import annotations
@@ -29,7 +33,20 @@ from .evaluation.calibration_fit import SPLIT_RULE, FitError, calibration_docume
 from .evaluation.cases import CaseFile, CasesError, load_cases
 from .evaluation.collect import Knobs, Scored, collect
 from .evaluation.metrics import method_figures
-from .evaluation.report import reliability_plot, text_report
+from .evaluation.report import reliability_plot, systemone_text_report, text_report
+from .evaluation.systemone_cases import (
+    DEFAULT_MODEL,
+    QUESTION_TYPES,
+    SEMIF,
+    SYSTEMONE,
+    SystemOneCaseFile,
+    check_methods,
+    detect_format,
+    load_systemone_cases,
+)
+from .evaluation.systemone_collect import Answered, collect_systemone
+from .evaluation.systemone_fit import check_question_split, fit_question_results
+from .evaluation.systemone_metrics import systemone_method_figures
 from .evaluation.targets import HttpTarget, Target, TargetError, aws_target, local_target
 from .smoke import LOCAL_PORT, LOCAL_PREFIX
 from .usage import command_parser
@@ -62,6 +79,20 @@ the rest by minimising the log-loss of the gold option, and checked on the held-
 probabilities the endpoint served, after = the fitted calibration applied to the raw option_logits. The file
 is a SEMIF_CALIBRATION document (semif_adapter.calibration), with provenance under "fitted".
 
+System One cases (detected by their `questions` key, or --format systemone): figures per question type and
+method. Every question is a distribution over its answers (choice: the options; noul: yes, no; score: the levels)
+and the figures above apply to it (accuracy: the most probable answer is the gold one; noul: p(yes) >= 0.5 is
+yes; score: the most probable level); besides them:
+  noul              yes_rate (share of answers p(yes) >= 0.5), gold_yes_share, and the mean p(yes) on the
+                    questions whose gold is yes (p_yes|yes) and no (p_yes|no): a method biased to yes has a
+                    yes_rate far above gold_yes_share and close means; brier sums over both answers, 2(p - y)^2
+  score             mae: mean |score - gold level|, score being the answer's expected level sum i * p_i
+  per_question      accuracy per "kind/question id"
+calibration of System One questions (--fit-calibration): per type and method, on the raw x_option_logits of
+the fit split (the same split, by case id): choice a temperature; noul a temperature and a bias b,
+p(yes) = sigmoid((s_true - s_false) / T + b) (Platt scaling); score a temperature and a tilt b,
+calibrated_i = s_i / T + b (i / (n - 1) - 0.5). Written under "questions" in the SEMIF_CALIBRATION document.
+
 exit status: 0 done; 1 the target is unreachable or refused a case; 2 usage, a malformed cases file (with its
 line number), or a calibration that cannot be fitted.
 """
@@ -88,8 +119,11 @@ def positive(text: str) -> float:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = command_parser(__doc__, "evaluate", epilog=DEFINITIONS)
     parser.add_argument("cases", type=Path, help="labelled cases, JSON Lines")
+    parser.add_argument("--format", choices=("auto", SEMIF, SYSTEMONE), default="auto",
+                        help="the cases' contract (default auto: System One when the first case has 'questions')")
     where = parser.add_argument_group("target (exactly one)").add_mutually_exclusive_group(required=True)
-    where.add_argument("--endpoint-url", metavar="URL", help="a decision container: POST URL/invocations")
+    where.add_argument("--endpoint-url", metavar="URL", help="a decision container: POST URL/invocations (System "
+                                                               "One cases: URL/v1/systemone)")
     where.add_argument("--local", action="store_true", help="the local gateway (scripts/local_endpoints.py)")
     where.add_argument("--endpoint", metavar="NAME", help="a SageMaker decision endpoint (boto3's credentials)")
     parser.add_argument("--port", type=int, default=LOCAL_PORT, help="with --local: gateway port (%(default)s)")
@@ -98,10 +132,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scoring", type=methods_list, metavar="M[,M...]",
                         help=f"methods to compare ({', '.join(SCORING_METHODS)}); default: send none, so the "
                              "endpoint's SEMIF_SCORING applies")
-    parser.add_argument("--temperature", type=positive, help="request temperature (default: the endpoint's, 1)")
+    parser.add_argument("--temperature", type=positive, help="request temperature (System One: x_temperature; "
+                                                             "default: the endpoint's, 1)")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="System One cases: the request's model "
+                                                              "(%(default)s)")
     parser.add_argument("--debias", choices=DEBIAS_MODES, help="request debias (default: the endpoint's, none)")
     parser.add_argument("--no-flip", action="store_true", help="skip the reversed-order requests (half the "
-                                                                  "cost; no order_flip_rate)")
+                                                                  "cost; no order_flip_rate; System One cases are "
+                                                                  "sent once anyway)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write every figure as JSON")
     parser.add_argument("--plot", type=Path, metavar="OUT.png", help="write a reliability diagram")
     parser.add_argument("--responses", type=Path, metavar="OUT.jsonl", help="write every raw answer (audit)")
@@ -109,6 +147,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="fit a calibration on the fit split and write the SEMIF_CALIBRATION document")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    if args.format == "auto":
+        args.format = detect_format(args.cases)
+    if args.format == SYSTEMONE and args.debias:
+        parser.error("--debias applies to SemIf decisions only (a System One request has no such knob)")
+    if args.format == SEMIF and args.model != DEFAULT_MODEL:
+        parser.error("--model applies to System One cases only")
     if not args.local and (args.port != LOCAL_PORT or args.prefix != LOCAL_PREFIX):
         parser.error("--port and --prefix apply to --local only")
     if args.region and not args.endpoint:
@@ -175,11 +219,71 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, list[Scored
     return build_document(args, case_file, target, results), results
 
 
+def build_systemone_document(args: argparse.Namespace, case_file: SystemOneCaseFile, target: Target,
+                             results: dict[str, list[Answered]]) -> dict[str, Any]:
+    first = next(iter(results.values()))[0]
+    prompts = {question.type: answer.get("x_prompt") for question in first.case.labelled
+               if isinstance(answer := first.reply.document["answers"][question.id], dict)}
+    questions = Counter(question.type for case in case_file.cases for question in case.labelled)
+    return {"format": SYSTEMONE,
+            "cases": {"path": str(case_file.path), "sha256": case_file.sha256, "n": len(case_file.cases),
+                      "questions": {kind: questions[kind] for kind in QUESTION_TYPES if questions[kind]},
+                      "kinds": dict(Counter(case.kind for case in case_file.cases))},
+            "target": target.description,
+            "request": {"model": args.model, "temperature": args.temperature},
+            "model": first.reply.document.get("x_model") or first.reply.document.get("model"),
+            "prompt": prompts,
+            "methods": {name: systemone_method_figures(answered) for name, answered in results.items()}}
+
+
+def run_systemone(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, list[Answered]]]:
+    """Check the System One cases (under every method asked), send them all, compute the figures."""
+    case_file = load_systemone_cases(args.cases)
+    methods: list[str | None] = list(args.scoring) if args.scoring else [None]
+    check_methods(case_file, methods)
+    if args.fit_calibration:
+        check_question_split(case_file)
+    target = make_target(args)
+    audit = args.responses.open("w", encoding="utf-8") if args.responses else None
+    try:
+        with tqdm(total=len(case_file.cases) * len(methods), unit="request", file=sys.stderr,
+                  disable=args.no_progress) as bar:
+            results = collect_systemone(case_file.cases, target, methods, model=args.model,
+                                        temperature=args.temperature, on_request=lambda: bar.update(1), audit=audit)
+    finally:
+        target.close()
+        if audit is not None:
+            audit.close()
+    return build_systemone_document(args, case_file, target, results), results
+
+
+def write_systemone_calibration(args: argparse.Namespace, document: dict[str, Any],
+                                results: dict[str, list[Answered]]) -> None:
+    fits, summary = fit_question_results(results, request_temperature=args.temperature)
+    fitted = {"tool": "python -m scripts.evaluate --fit-calibration", "created": datetime.now(UTC).isoformat(),
+              "cases": document["cases"]["path"], "cases_sha256": document["cases"]["sha256"],
+              "split": SPLIT_RULE, "target": document["target"], "request": document["request"],
+              "model": document["model"], "prompt": document["prompt"], "heldout": summary}
+    calibration_json, calibration = calibration_document({}, fitted, questions=fits)
+    args.fit_calibration.write_text(json.dumps(calibration_json, indent=2) + "\n")
+    document["calibration_fit"] = {"output": str(args.fit_calibration), "sha256": calibration.sha256,
+                                   "split": SPLIT_RULE, "types": summary}
+
+
+def plotted(document: dict[str, Any]) -> dict[str, Any]:
+    """The reliability diagram's lines: a method's (SemIf), or a method's per question type (System One)."""
+    if document.get("format") != SYSTEMONE:
+        return document["methods"]
+    return {f"{name} {kind}": figures for name, method in document["methods"].items()
+            for kind, figures in method["types"].items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    system_one = args.format == SYSTEMONE
     status = 0
     try:
-        document, results = run(args)
+        document, results = run_systemone(args) if system_one else run(args)
     except (CasesError, FitError) as error:
         print(f"evaluate: {error}", file=sys.stderr)
         return EXIT_INPUT
@@ -188,15 +292,15 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_TARGET
     if args.fit_calibration:
         try:
-            write_calibration(args, document, results)
+            (write_systemone_calibration if system_one else write_calibration)(args, document, results)
         except FitError as error:  # the figures are still worth printing and writing
             print(f"evaluate: {error}", file=sys.stderr)
             status = EXIT_INPUT
-    print(text_report(document))
+    print(systemone_text_report(document) if system_one else text_report(document))
     if args.json:
         args.json.write_text(json.dumps(document, indent=2) + "\n")
     if args.plot:
-        reliability_plot(document["methods"], args.plot)
+        reliability_plot(plotted(document), args.plot)
     return status
 
 

@@ -1,11 +1,16 @@
 """Fit the adapter's calibration (semif_adapter.calibration) on labelled answers, and check it on held-out cases.
 
-The model the adapter applies: calibrated score of option i = (raw score_i - slot_bias[slot of i]) / T, then
-probabilities = softmax(calibrated / request temperature). Written with a = 1/T and c = slot_bias/T, the score
-is a*s_i - c_slot, linear in (a, c), so the negative log-likelihood of the gold options is convex (multinomial
-logistic regression with per-option features) and Newton's method with a backtracking line search finds its
-minimum in a few steps. c of slot A is fixed at 0 (only differences between slots change a softmax) and a small
-ridge keeps the slots that few cases reach near 0.
+The model the adapter applies to a SemIf decision: calibrated score of option i = (raw score_i - slot_bias[slot of
+i]) / T, then probabilities = softmax(calibrated / request temperature). Written with a = 1/T and c = slot_bias/T,
+the score is a*s_i - c_slot, linear in (a, c), so the negative log-likelihood of the gold options is convex
+(multinomial logistic regression with per-option features) and Newton's method with a backtracking line search
+finds its minimum in a few steps. c of slot A is fixed at 0 (only differences between slots change a softmax) and a
+small ridge keeps the slots that few cases reach near 0.
+
+A System One question gets its type's model, per scoring method: calibrated_i = s_i / T + b * d_i, with d the
+bias direction of the type (`bias_direction`): choice none (a temperature alone), noul d = (1, 0) over (yes, no),
+so p(yes) = sigmoid((s_true - s_false) / T + b) (Platt scaling), score a tilt d_i = i / (n - 1) - 0.5 towards the
+higher (b > 0) or lower levels. Linear in (a = 1/T, b) again, so the same convex fit applies.
 
 The held-out split depends on the decision id alone (`held_out`), so a case stays on its side whatever else
 the file holds and whatever order it is in.
@@ -22,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from semif_adapter.calibration import (
+    BIASED_TYPES,
     CALIBRATION_FORMAT,
     MAX_TEMPERATURE,
     SCORING_METHODS,
@@ -60,6 +66,35 @@ def apply(fitted: MethodCalibration, logits: Sequence[float], request_temperatur
     z = scores / fitted.temperature / request_temperature
     z = np.exp(z - z.max())
     return (z / z.sum()).tolist()
+
+
+def bias_direction(question_type: str, answers: int) -> np.ndarray:
+    """Per answer, how much of a System One type's bias it gets (semif_adapter.scoring.answer_bias, in the order
+    noul (true, false) and score levels 0..n-1)."""
+    if question_type == "noul":
+        return np.array([1.0, 0.0])
+    if question_type == "score" and answers > 1:
+        return np.arange(answers, dtype=np.float64) / (answers - 1) - 0.5
+    return np.zeros(answers)
+
+
+def apply_question(fitted: MethodCalibration, question_type: str, logits: Sequence[float],
+                   request_temperature: float = 1.0) -> list[float]:
+    """The probabilities the adapter gives a System One question with this calibration, from its raw scores."""
+    scores = np.asarray(logits, dtype=np.float64)
+    z = scores / fitted.temperature + (fitted.answer_bias or 0.0) * bias_direction(question_type, len(scores))
+    z = (z - z.max()) / request_temperature
+    z = np.exp(z)
+    return (z / z.sum()).tolist()
+
+
+def _question_features(question_type: str, logits: Sequence[float]) -> np.ndarray:
+    """Per answer: (its score, its bias direction); z = features @ (a, b). Choice: the score alone."""
+    scores = np.asarray(logits, dtype=np.float64)
+    columns = [scores - scores.max()]
+    if question_type in BIASED_TYPES:
+        columns.append(bias_direction(question_type, len(scores)))
+    return np.stack(columns, axis=1)
 
 
 def _features(logits: Sequence[float], slots: int) -> np.ndarray:
@@ -122,30 +157,48 @@ def _newton(groups: Groups, count: int, dimensions: int, fixed_a: float | None =
     return theta
 
 
+def _fit(features: Sequence[np.ndarray], gold: Sequence[int]) -> tuple[np.ndarray, bool]:
+    """theta minimising the mean log-loss of the gold answers (theta[0] = 1/T), and whether 1/T hit its bound."""
+    by_count: dict[int, tuple[list[np.ndarray], list[int]]] = {}
+    for row, g in zip(features, gold, strict=True):
+        rows, golds = by_count.setdefault(len(row), ([], []))
+        rows.append(row)
+        golds.append(g)
+    groups = [(np.stack(rows), np.asarray(golds)) for rows, golds in by_count.values()]
+    dimensions = features[0].shape[1]
+    theta = _newton(groups, len(features), dimensions)
+    at_bound = bool(theta[0] < MIN_INVERSE_TEMPERATURE)
+    if at_bound:  # the scores carry no (or an inverted) signal: as flat as the format allows
+        theta = _newton(groups, len(features), dimensions, fixed_a=MIN_INVERSE_TEMPERATURE)
+    return theta, at_bound
+
+
 def fit(logits: Sequence[Sequence[float]], gold: Sequence[int], *, slot_bias: bool) -> Fitted:
     """The temperature (and, if asked, per-slot biases) that minimise the gold options' log-loss."""
     slots = max(len(row) for row in logits) if slot_bias else 1
-    by_count: dict[int, tuple[list[np.ndarray], list[int]]] = {}
-    for row, g in zip(logits, gold, strict=True):
-        features, golds = by_count.setdefault(len(row), ([], []))
-        features.append(_features(row, slots))
-        golds.append(g)
-    groups = [(np.stack(features), np.asarray(golds)) for features, golds in by_count.values()]
-    dimensions = 1 + (slots - 1 if slot_bias else 0)
-    theta = _newton(groups, len(logits), dimensions)
-    at_bound = bool(theta[0] < MIN_INVERSE_TEMPERATURE)
-    if at_bound:  # the scores carry no (or an inverted) signal: as flat as the format allows
-        theta = _newton(groups, len(logits), dimensions, fixed_a=MIN_INVERSE_TEMPERATURE)
+    theta, at_bound = _fit([_features(row, slots) for row in logits], gold)
     a = float(theta[0])
     bias = (0.0, *(float(c) / a for c in theta[1:])) if slot_bias else None
-    return Fitted(min(1 / a, MAX_TEMPERATURE), bias, at_bound)
+    return Fitted(min(1 / a, MAX_TEMPERATURE), bias, at_bound=at_bound)
 
 
-def calibration_document(fits: dict[str, Fitted], fitted: dict[str, Any]) -> tuple[dict[str, Any], Calibration]:
-    """The SEMIF_CALIBRATION document, and the adapter's own reading of it (which refuses what it cannot use)."""
-    document = {"format": CALIBRATION_FORMAT,
-                "methods": {method: fits[method].parameters for method in sorted(fits)},
-                "fitted": fitted}
+def fit_question(question_type: str, logits: Sequence[Sequence[float]], gold: Sequence[int]) -> Fitted:
+    """A System One type's temperature (and bias, for noul and score) minimising the gold answers' log-loss."""
+    theta, at_bound = _fit([_question_features(question_type, row) for row in logits], gold)
+    bias = float(theta[1]) if question_type in BIASED_TYPES else None
+    return Fitted(min(1 / float(theta[0]), MAX_TEMPERATURE), answer_bias=bias, at_bound=at_bound)
+
+
+def calibration_document(fits: dict[str, Fitted], fitted: dict[str, Any],
+                         questions: dict[str, dict[str, Fitted]] | None = None) -> tuple[dict[str, Any], Calibration]:
+    """The SEMIF_CALIBRATION document (SemIf `methods`, System One `questions` per type and method), and the
+    adapter's own reading of it (which refuses what it cannot use)."""
+    document: dict[str, Any] = {"format": CALIBRATION_FORMAT,
+                                "methods": {method: fits[method].parameters for method in sorted(fits)}}
+    if questions:
+        document["questions"] = {kind: {method: table[method].parameters for method in sorted(table)}
+                                 for kind, table in sorted(questions.items())}
+    document["fitted"] = fitted
     return document, parse_calibration(json.dumps(document))
 
 
@@ -161,7 +214,7 @@ def check_split(decision_ids: Sequence[str]) -> None:
                        f"and {heldout} held out; both need at least one ({SPLIT_RULE})")
 
 
-def _split_figures(rows: list[list[float]], gold: list[int]) -> dict[str, float]:
+def split_figures(rows: list[list[float]], gold: list[int]) -> dict[str, float]:
     return {"n": len(rows), "accuracy": metrics.accuracy(rows, gold), "ece": metrics.ece(rows, gold),
             "brier": metrics.brier(rows, gold), "log_loss": metrics.log_loss(rows, gold)}
 
@@ -191,6 +244,6 @@ def fit_results(results: dict[str, list[Scored]], *, debias: str | None,
         after = [apply(fitted, s.logits, request_temperature or 1.0) for s in test_part]
         summary[method] = {"parameters": fitted.parameters, "temperature_at_bound": fitted.at_bound,
                            "fit_cases": len(fit_part),
-                           "heldout_before": _split_figures([s.probabilities for s in test_part], gold),
-                           "heldout_after": _split_figures(after, gold)}
+                           "heldout_before": split_figures([s.probabilities for s in test_part], gold),
+                           "heldout_after": split_figures(after, gold)}
     return fits, summary

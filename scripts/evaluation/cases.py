@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from semif_adapter.request_schema import RequestError, parse_request
 from semif_decision_client import DecisionRequest
 
 CASE_FIELDS = frozenset({"decision", "gold", "kind", "note"})
 NO_KIND = "(none)"  # the kind of a case that names none
+T = TypeVar("T")
 
 
 class CasesError(ValueError):
@@ -64,12 +65,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def parse_case(text: str, line: int) -> Case:
     """One line as a Case, or ValueError saying what is wrong with it (without the line number)."""
-    try:
-        document = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not valid JSON: {error.msg} (column {error.colno})") from None
-    if not isinstance(document, Mapping):
-        raise ValueError("expected a JSON object with 'decision' and 'gold'")
+    document = json_object(text, "'decision' and 'gold'")
     unknown = sorted(set(document) - CASE_FIELDS)
     if unknown:
         raise ValueError(f"unknown key(s) {unknown}; a case has {sorted(CASE_FIELDS)}")
@@ -89,8 +85,9 @@ def parse_case(text: str, line: int) -> Case:
     return Case(line, request, gold, kind, note)
 
 
-def load_cases(path: Path) -> CaseFile:
-    """Every case of the file; CasesError (file and line) on the first bad line or a repeated decision id."""
+def parse_lines(path: Path, parse: Callable[[str, int], T]) -> tuple[str, list[T]]:
+    """The file's sha256 and `parse(line, number)` of every non-blank line; CasesError naming the file and line
+    of the first that cannot be read or parsed (the parser's ValueError says what is wrong)."""
     try:
         data = path.read_bytes()
         text = data.decode("utf-8")
@@ -98,19 +95,41 @@ def load_cases(path: Path) -> CaseFile:
         raise CasesError(f"{path}: cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
         raise CasesError(f"{path}: not UTF-8 text: {error}") from None
-    cases: list[Case] = []
-    seen: dict[str, int] = {}
+    parsed: list[T] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
-            case = parse_case(raw, number)
+            parsed.append(parse(raw, number))
         except ValueError as error:
             raise CasesError(f"{path}:{number}: {error}") from None
-        if case.id in seen:
-            raise CasesError(f"{path}:{number}: decision id {case.id!r} already used on line {seen[case.id]}")
-        seen[case.id] = number
-        cases.append(case)
-    if not cases:
+    if not parsed:
         raise CasesError(f"{path}: no cases")
-    return CaseFile(path, hashlib.sha256(data).hexdigest(), tuple(cases))
+    return hashlib.sha256(data).hexdigest(), parsed
+
+
+def json_object(text: str, expected: str) -> dict[str, Any]:
+    """One line as a JSON object (a key given twice is refused), or ValueError saying what is wrong."""
+    try:
+        document = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON: {error.msg} (column {error.colno})") from None
+    if not isinstance(document, Mapping):
+        raise ValueError(f"expected a JSON object with {expected}")
+    return document
+
+
+def unique_ids(path: Path, cases: list[tuple[int, str]], what: str) -> None:
+    """CasesError naming the line where a case id is used a second time (the calibration split is by id)."""
+    seen: dict[str, int] = {}
+    for number, case_id in cases:
+        if case_id in seen:
+            raise CasesError(f"{path}:{number}: {what} {case_id!r} already used on line {seen[case_id]}")
+        seen[case_id] = number
+
+
+def load_cases(path: Path) -> CaseFile:
+    """Every case of the file; CasesError (file and line) on the first bad line or a repeated decision id."""
+    sha256, cases = parse_lines(path, parse_case)
+    unique_ids(path, [(case.line, case.id) for case in cases], "decision id")
+    return CaseFile(path, sha256, tuple(cases))

@@ -87,8 +87,17 @@ def order_flip_rate(scored: Sequence[Scored]) -> float | None:
     return sum(given != reversed_ for given, reversed_ in pairs) / len(pairs)
 
 
-def _p50(samples: Sequence[float]) -> float | None:
+def p50(samples: Sequence[float]) -> float | None:
     return summarize(samples).get("p50") if samples else None
+
+
+def accuracy_by(rows: Rows, gold: Sequence[int], labels: Sequence[str]) -> dict[str, dict[str, float | int]]:
+    """Accuracy and count per label (a case's kind, a question), labels sorted."""
+    members: defaultdict[str, list[int]] = defaultdict(list)
+    for index, label in enumerate(labels):
+        members[label].append(index)
+    return {label: {"n": len(indices), "accuracy": accuracy([rows[i] for i in indices], [gold[i] for i in indices])}
+            for label, indices in sorted(members.items())}
 
 
 def method_figures(scored: Sequence[Scored]) -> dict[str, Any]:
@@ -98,9 +107,6 @@ def method_figures(scored: Sequence[Scored]) -> dict[str, Any]:
     answers = [a for s in scored for a in (s.given, s.reversed) if a is not None]
     server_ms = [float(a.decision.details["timing"]["total_ms"]) for a in answers
                  if "total_ms" in a.decision.details.get("timing", {})]
-    by_kind: defaultdict[str, list[int]] = defaultdict(list)
-    for index, s in enumerate(scored):
-        by_kind[s.case.kind].append(index)
     warned: Counter[str] = Counter(code for s in scored for code in set(s.decision.warnings))
     calibrations = sorted({str(s.decision.calibration.get("sha256")) for s in scored if s.decision.calibration})
     return {
@@ -113,11 +119,9 @@ def method_figures(scored: Sequence[Scored]) -> dict[str, Any]:
         "brier": brier(rows, gold),
         "log_loss": log_loss(rows, gold),
         "mean_confidence": mean_confidence(rows),
-        "p50_latency_ms": _p50([a.latency_ms for a in answers]),
-        "p50_server_ms": _p50(server_ms),
-        "per_kind": {kind: {"n": len(indices), "accuracy": accuracy([rows[i] for i in indices],
-                                                                     [gold[i] for i in indices])}
-                     for kind, indices in sorted(by_kind.items())},
+        "p50_latency_ms": p50([a.latency_ms for a in answers]),
+        "p50_server_ms": p50(server_ms),
+        "per_kind": accuracy_by(rows, gold, [s.case.kind for s in scored]),
         "warning_rates": {code: count / len(scored) for code, count in sorted(warned.items())},
         "calibration_sha256": calibrations,
         "reliability": reliability(rows, gold),

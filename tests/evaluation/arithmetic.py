@@ -46,3 +46,19 @@ def softmax(values: Sequence[float]) -> list[float]:
     top = max(values)
     exps = [math.exp(v - top) for v in values]
     return [e / sum(exps) for e in exps]
+
+
+def systemone_rows(question: dict, answer: dict) -> tuple[list[float], list[str]]:
+    """A System One answer as (probabilities, answer keys): noul (p, 1 - p) over ("true", "false"); choice over the
+    question's option names as listed; score over "0".."n-1"."""
+    if question["type"] == "noul":
+        return [answer["noul"], 1 - answer["noul"]], ["true", "false"]
+    keys = list(question["criteria"]) if question["type"] == "choice" else \
+        [str(i) for i in range(len(question["criteria"]))]
+    return [answer["probabilities"][key] for key in keys], keys
+
+
+def gold_key(question: dict, gold: object) -> str:
+    if question["type"] == "noul":
+        return "true" if gold else "false"
+    return str(gold)

@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter, defaultdict
-from types import ModuleType
 
-from evaluation.runs import REPO, SMALL
+from evaluation.runs import DATA, SMALL, data_builder
 from scripts.evaluation.calibration_fit import held_out
 from scripts.evaluation.cases import load_cases
 
-DATA = REPO / "tests" / "data"
 FULL = DATA / "decisions.jsonl"
 
 
-def builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_decisions", DATA / "build_decisions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_committed_files_are_what_the_builder_writes() -> None:
-    build = builder()
+    build = data_builder("build_decisions")
     cases = list(build.build())
     assert FULL.read_text(encoding="utf-8") == build.jsonl(cases)
     assert SMALL.read_text(encoding="utf-8") == build.jsonl(build.small(cases))

@@ -1,0 +1,91 @@
+"""The figures of one scoring method on labelled System One cases, per question type (definitions in `--help`).
+
+Every question is a row of probabilities over its answers (choice: the options as listed; noul: yes, no; score:
+the levels, lowest first) with the index of the gold answer, so accuracy, ECE, Brier, log-loss and the reliability
+table are the SemIf figures' own functions (`metrics`). On top of them: for noul, what shows a yes-bias (the
+share of yes answers, and the mean p(yes) when the truth is yes and when it is no); for score, the mean absolute
+error of the expected level (`score`) against the gold level.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from . import metrics
+from .systemone_cases import QUESTION_TYPES, LabelledQuestion, SystemOneCase
+from .systemone_collect import Answered, QuestionAnswer
+
+Asked = tuple[SystemOneCase, LabelledQuestion, QuestionAnswer]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def noul_figures(asked: Sequence[Asked]) -> dict[str, float | None]:
+    """Where a yes-bias shows: a method that says yes whatever the evidence has yes_rate near 1 and the same mean
+    p(yes) on both sides."""
+    p_yes = [answer.probabilities[0] for _, _, answer in asked]
+    gold_yes = [question.gold == 0 for _, question, _ in asked]
+    return {"gold_yes_share": sum(gold_yes) / len(asked),
+            "yes_rate": sum(p >= 0.5 for p in p_yes) / len(asked),
+            "mean_p_yes": _mean(p_yes),
+            "mean_p_yes_gold_yes": _mean([p for p, yes in zip(p_yes, gold_yes, strict=True) if yes]),
+            "mean_p_yes_gold_no": _mean([p for p, yes in zip(p_yes, gold_yes, strict=True) if not yes])}
+
+
+def score_figures(asked: Sequence[Asked]) -> dict[str, float | None]:
+    """How far the expected level is from the gold one, in levels (a near miss counts less than a far one)."""
+    return {"mae": _mean([abs(answer.expected_level - question.gold) for _, question, answer in asked
+                          if answer.expected_level is not None])}
+
+
+def type_figures(asked: Sequence[Asked]) -> dict[str, Any]:
+    """Every figure of one question type under one method."""
+    rows = [answer.probabilities for _, _, answer in asked]
+    gold = [question.gold for _, question, _ in asked]
+    warned: Counter[str] = Counter(code for _, _, answer in asked for code in set(answer.warnings))
+    calibrations = sorted({str(answer.calibration.get("sha256")) for _, _, answer in asked if answer.calibration})
+    figures: dict[str, Any] = {
+        "n": len(asked),
+        "accuracy": metrics.accuracy(rows, gold),
+        "chance_accuracy": sum(1 / len(row) for row in rows) / len(rows),
+        "ece": metrics.ece(rows, gold),
+        "brier": metrics.brier(rows, gold),
+        "log_loss": metrics.log_loss(rows, gold),
+        "mean_confidence": metrics.mean_confidence(rows),
+        "per_kind": metrics.accuracy_by(rows, gold, [case.kind for case, _, _ in asked]),
+        "per_question": metrics.accuracy_by(rows, gold, [f"{case.kind}/{question.id}" for case, question, _ in asked]),
+        "warning_rates": {code: count / len(asked) for code, count in sorted(warned.items())},
+        "calibration_sha256": calibrations,
+        "reliability": metrics.reliability(rows, gold),
+    }
+    question_type = asked[0][1].type
+    if question_type == "noul":
+        figures.update(noul_figures(asked))
+    elif question_type == "score":
+        figures.update(score_figures(asked))
+    return figures
+
+
+def asked_by_type(answered: Sequence[Answered]) -> dict[str, list[Asked]]:
+    """Every labelled question with its answer, per type (the types the cases hold, in QUESTION_TYPES order)."""
+    found: dict[str, list[Asked]] = {kind: [] for kind in QUESTION_TYPES}
+    for one in answered:
+        for question, answer in one.asked():
+            found[question.type].append((one.case, question, answer))
+    return {kind: asked for kind, asked in found.items() if asked}
+
+
+def systemone_method_figures(answered: Sequence[Answered]) -> dict[str, Any]:
+    """Every figure of one method: per question type, and the requests' latency."""
+    server_ms = [float(one.reply.document["x_timing"]["total_ms"]) for one in answered
+                 if isinstance(one.reply.document.get("x_timing"), dict)
+                 and isinstance(one.reply.document["x_timing"].get("total_ms"), int | float)]
+    return {"n_cases": len(answered),
+            "n_questions": sum(len(one.case.labelled) for one in answered),
+            "p50_latency_ms": metrics.p50([one.reply.latency_ms for one in answered]),
+            "p50_server_ms": metrics.p50(server_ms),
+            "types": {kind: type_figures(asked) for kind, asked in asked_by_type(answered).items()}}
