@@ -27,6 +27,8 @@ from .processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
 REPO = Path(__file__).resolve().parents[2]
 DECISION_SERVE = REPO / "container" / "serve"
 DEFAULT_PREFIX = "local"
+DECISION_ROLE = "decision"
+ROLES = ("chat", DECISION_ROLE)
 STARTUP_TIMEOUT_S = 180.0  # model load is about a second for the embedded model; big models need more
 
 
@@ -51,7 +53,13 @@ class Container:
 
 def endpoint_names(prefix: str) -> dict[str, str]:
     """Endpoint names by role, as the stack names them (`{app}-{env}-chat|decision`)."""
-    return {"chat": f"{prefix}-chat", "decision": f"{prefix}-decision"}
+    return {role: f"{prefix}-{role}" for role in ROLES}
+
+
+def names_decision_role(name: str) -> bool:
+    """Whether `endpoint_names` (any prefix) gives this name to the decision role: how the gateway finds the
+    endpoint (or, shared, the inference component) that answers System One."""
+    return name.endswith(f"-{DECISION_ROLE}")
 
 
 def shared_endpoint_name(prefix: str) -> str:

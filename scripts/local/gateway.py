@@ -14,6 +14,8 @@ SageMaker does, refuses a request without one or naming a component it does not 
 `GET /ping` (not part of the AWS API) is 200 once every container's is.
 On the same port `POST /` with `X-Amz-Target: SageMaker.<Operation>` reaches the control-plane reads that SDKs make
 before invoking (`DescribeEndpoint` and a few more: `control_plane`), so one endpoint URL serves both services.
+`POST /v1/systemone` and `GET /v1/models` (System One, not part of the AWS API) reach the decision container's own
+routes (`systemone_door`), so the official System One SDK works with `base_url=` the gateway.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .sagemaker_errors import (
     no_components,
     request_id,
 )
+from .systemone_door import MODELS_PATH, SYSTEMONE_PATH, decision_door, forward
 
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 COMPONENT_HEADER = "x-amzn-sagemaker-inference-component"  # boto3's InferenceComponentName
@@ -105,11 +108,12 @@ class Target:
 class Gateway:
     """Routes SageMaker runtime calls to container base URLs by endpoint name (and inference component)."""
 
-    def __init__(self, containers: Routes) -> None:
+    def __init__(self, containers: Routes, decision: str | None = None) -> None:
         self.routes = {name: target if isinstance(target, str) else dict(target)
                        for name, target in containers.items()}
         self.client = httpx.AsyncClient(timeout=CONTAINER_TIMEOUT)
         self.control_plane = ControlPlane(self.routes)
+        self.decision = decision_door(self.containers, decision)
 
     @property
     def containers(self) -> dict[str, str]:
@@ -144,6 +148,8 @@ class Gateway:
                 Route("/endpoints/{name}/invocations", self.invoke, methods=["POST"]),
                 Route("/endpoints/{name}/invocations-response-stream", self.invoke_stream, methods=["POST"]),
                 Route("/ping", self.ping, methods=["GET"]),
+                Route(SYSTEMONE_PATH, self.systemone, methods=["POST"]),
+                Route(MODELS_PATH, self.systemone, methods=["GET"]),
                 Route("/", self.root, methods=["POST"]),
                 Route("/{path:path}", self.unknown, methods=methods),
             ],
@@ -235,6 +241,13 @@ class Gateway:
         healthy = all(status == 200 for status in statuses.values())
         return JSONResponse({"endpoints": statuses}, status_code=200 if healthy else 503)
 
+    async def systemone(self, request: Request) -> Response:
+        """System One's routes: the decision container's own answer (`systemone_door.forward`)."""
+        started = time.monotonic()
+        response = await forward(self.client, self.decision, request)
+        _log(self.decision.label or "-", f"{request.method} {request.url.path}", str(response.status_code), started)
+        return response
+
     async def root(self, request: Request) -> Response:
         """`POST /`: the JSON protocol's address, where the `sagemaker` control-plane calls arrive."""
         if self.control_plane.is_control_plane(request):
@@ -245,10 +258,12 @@ class Gateway:
         return error_response("UnknownOperationException",
                               f"{request.method} {request.url.path} is not a SageMaker runtime operation "
                               f"served locally ({INVOKE}, {INVOKE_STREAM}; control-plane calls come as POST / "
-                              f"with X-Amz-Target: SageMaker.<Operation>).")
+                              f"with X-Amz-Target: SageMaker.<Operation>; System One's POST /v1/systemone and "
+                              f"GET /v1/models).")
 
 
-def create_gateway(containers: Routes) -> Starlette:
+def create_gateway(containers: Routes, decision: str | None = None) -> Starlette:
     """The gateway app; `containers` maps endpoint names to container base URLs, or to `{component: URL}` for an
-    endpoint that hosts inference components."""
-    return Gateway(containers).app()
+    endpoint that hosts inference components. `decision` (an endpoint, or `endpoint/component`) answers System One;
+    by default the one named for the decision role (`{prefix}-decision`, see `systemone_door.decision_door`)."""
+    return Gateway(containers, decision).app()

@@ -1,7 +1,13 @@
 """The SemIf decision endpoint's client for downstream services: `pip install ./clients/python` (boto3 only).
 
     from semif_decision_client import DecisionClient, DecisionRequest, Policy
+
+The System One SDK's transport to SageMaker (`SageMakerTransport`, `AsyncSageMakerTransport`) needs httpx2, the
+optional extra `semif-decision-client[systemone]`: it is imported when first asked for, so boto3 alone still serves
+everything else.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .client import (
     BACKOFF_BASE_S,
@@ -48,3 +54,18 @@ __all__ = [
     "rejection",
     "runtime_client",
 ]
+
+if TYPE_CHECKING:
+    from .systemone import AsyncSageMakerTransport as AsyncSageMakerTransport
+    from .systemone import SageMakerTransport as SageMakerTransport
+
+SYSTEMONE_NAMES = frozenset({"SageMakerTransport", "AsyncSageMakerTransport"})
+
+
+def __getattr__(name: str) -> Any:
+    """The transports, imported on first use (ImportError naming the extra when httpx2 is missing)."""
+    if name in SYSTEMONE_NAMES:
+        from . import systemone
+
+        return getattr(systemone, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
