@@ -6,10 +6,13 @@
     python -m scripts.batch INPUT.jsonl -o OUTPUT.jsonl --transform --env prod --instance-count 2
     python -m scripts.batch s3://bucket/in.jsonl -o OUTPUT.jsonl --transform --model-name M --output-uri s3://...
 
-Each INPUT line is one adapter request (`{"decision": {"id": ...}, ...}`, ids unique). OUTPUT gets one line per
-input line, in input order: the adapter's answer byte for byte, or `{"error": {...}, "line": N, "decision_id"}`
-for a line the adapter refused. A rerun skips the ids OUTPUT already holds and appends the rest; lines that
-failed for the moment (busy, stopping, unreachable) are not written, so a rerun asks them again. Exit status:
+Each INPUT line is one adapter request in either of its contracts: a SemIf decision (`{"decision": {"id": ...},
+...}`, ids unique) or a System One request (`{"state": ..., "questions": {...}}`); a file may mix them. OUTPUT gets
+one line per input line, in input order: the adapter's answer byte for byte (a System One answer followed by
+`"x_line": N, "x_request_sha256": ...`, since a request has no id), or the adapter's error for a line it refused
+(`{"error": {...}, "line": N, "decision_id"}`; System One's `{"detail": ..., "line": N, "x_request_sha256"}`). A
+rerun skips the lines OUTPUT already holds and appends the rest; lines that failed for the moment (busy, stopping,
+unreachable) are not written, so a rerun asks them again. Exit status:
 0 when every line is answered, 1 when some failed or the run stopped (one line on stderr says why), 2 for bad
 usage or an input/output file that cannot be used.
 """
@@ -93,7 +96,8 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     realtime = parser.add_argument_group("real-time targets (--local, --endpoint-url, --endpoint)")
     realtime.add_argument("--concurrency", type=_positive, help="requests in flight (default 1)")
     realtime.add_argument("--max-decisions", type=_positive,
-                          help=f"lines per request (default {DECISIONS_PER_REQUEST})")
+                          help=f"decisions per request: a SemIf line is one, a System One line one per question "
+                               f"(default {DECISIONS_PER_REQUEST})")
     realtime.add_argument("--max-request-bytes", type=_positive,
                           help=f"request body limit (default {REQUEST_BYTES:,}, under SageMaker's 6 MB)")
     realtime.add_argument("--attempts", type=_positive,
@@ -267,7 +271,7 @@ def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | N
     with tempfile.TemporaryDirectory(prefix="semif-batch-input-") as directory:
         inputs, source = load_input(args, session, Path(directory))
     previous = read_previous(args.output, inputs)
-    pending = [record for record in inputs.records if not previous.finished(record.decision_id)]
+    pending = [record for record in inputs.records if not previous.finished(record.key)]
     pending = pending[:args.limit] if args.limit else pending
     summary = Summary.start(inputs, previous)
     if not pending and not args.attach:
@@ -285,7 +289,7 @@ def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | N
             else:
                 sizing = Sizing(args.concurrency or 1, args.max_request_bytes or REQUEST_BYTES,
                                 args.max_decisions or DECISIONS_PER_REQUEST)
-                with Progress(len(pending), enabled=not args.no_progress) as progress:
+                with Progress(sum(r.decisions for r in pending), enabled=not args.no_progress) as progress:
                     run_requests(pending, realtime_target(args, session), sizing, Recorder(writer, summary, progress))
     except BatchFailure as error:
         summary.stopped = f"FAILED: {error}"

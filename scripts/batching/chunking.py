@@ -2,8 +2,10 @@
 
 The byte limit keeps each request under SageMaker's real-time payload limit; the cap keeps each request's
 answer well inside the 60 s SageMaker allows an invocation (the adapter decides a few at a time, so a request's
-time grows with its lines) and its place in the adapter's queue small enough for other requests to share it.
-A line larger than the limit on its own can never be sent and is answered locally with an error.
+time grows with its decisions) and its place in the adapter's queue small enough for other requests to share it.
+The cap counts decisions as the adapter's queue does: a SemIf line is one, a System One line one per question (a
+line is never split, so a line of more questions than the cap goes alone). A line larger than the limit on its own
+can never be sent and is answered locally with an error.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def plan_chunks(records: Sequence[InputRecord], max_bytes: int = REQUEST_BYTES,
     chunks: list[Chunk] = []
     oversized: list[int] = []
     current: list[InputRecord] = []
-    start = size = 0
+    start = size = decisions = 0
 
     def close() -> None:
         if current:
@@ -50,12 +52,13 @@ def plan_chunks(records: Sequence[InputRecord], max_bytes: int = REQUEST_BYTES,
             close()
             current = []
             continue
-        if current and (size + length > max_bytes or len(current) >= max_decisions):
+        if current and (size + length > max_bytes or decisions + record.decisions > max_decisions):
             close()
             current = []
         if not current:
-            start, size = index, 0
+            start, size, decisions = index, 0, 0
         current.append(record)
         size += length
+        decisions += record.decisions
     close()
     return chunks, oversized

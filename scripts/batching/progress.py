@@ -19,7 +19,8 @@ BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaini
 
 
 class Progress:
-    """A tqdm bar on stderr counting decisions (answered or failed) with their rate and the errors so far."""
+    """A tqdm bar on stderr counting decisions (answered or failed; a System One line's are its questions) with
+    their rate and the lines that failed so far."""
 
     def __init__(self, total: int, *, enabled: bool = True, what: str = "batch") -> None:
         self.bar = tqdm(total=total, unit=" decisions", desc=what, disable=not enabled, file=sys.stderr,
@@ -30,7 +31,7 @@ class Progress:
         self.errors += sum(1 for result in results if not result.answered)
         if self.errors:
             self.bar.set_postfix_str(f"{self.errors} error{'s' if self.errors > 1 else ''}", refresh=False)
-        self.bar.update(len(results))
+        self.bar.update(sum(result.record.decisions for result in results))
 
     def close(self) -> None:
         self.bar.close()
@@ -57,6 +58,7 @@ class Summary:
     total: int
     answered_before: int = 0
     answered: int = 0
+    decisions: int = 0  # what the lines answered now decided: one per SemIf line, one per System One question
     elapsed_s: float = 0.0
     stopped: str | None = None  # why the run ended early: a failure, or an interruption
     errors: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # final, in OUTPUT
@@ -66,8 +68,8 @@ class Summary:
     def start(cls, inputs: InputFile, previous: Previous) -> Summary:
         summary = cls(len(inputs.records))
         for record in inputs.records:
-            if previous.finished(record.decision_id):
-                code = previous.codes[record.decision_id]
+            if previous.finished(record.key):
+                code = previous.codes[record.key]
                 if code is None:
                     summary.answered_before += 1
                 else:
@@ -78,6 +80,7 @@ class Summary:
         for result in results:
             if result.answered:
                 self.answered += 1
+                self.decisions += result.record.decisions
             else:
                 assert result.code is not None
                 (self.errors if result.line is not None else self.retry)[result.code].append(result.record.number)
@@ -100,7 +103,9 @@ class Summary:
         return self.answered_before + self.answered == self.total
 
     def report(self) -> list[str]:
-        rate = f": {self.answered / self.elapsed_s:.2f} decisions/s" if self.elapsed_s > 0 and self.answered else ""
+        count = f"{self.decisions} decisions, " if self.decisions != self.answered else ""  # System One lines
+        rate = f": {count}{self.decisions / self.elapsed_s:.2f} decisions/s" if self.elapsed_s > 0 and self.answered \
+            else ""
         head = (f"{self.total} lines: {self.answered_before + self.answered} answered ({self.answered_before} "
                 f"before this run, {self.answered} now in {self.elapsed_s:.1f} s{rate})")
         extra = [f"{count} {what}" for count, what in ((self.failed, "failed"), (self.to_retry, "to retry"),

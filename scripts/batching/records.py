@@ -1,27 +1,57 @@
-"""The input file: one adapter request per line, each found again by its decision id.
+"""The input file: one adapter request per line, each found again by its key.
 
-Only what joining needs is checked here (a JSON object per line with a unique `decision.id`); the rest of the
-schema is the adapter's to judge, and a line it refuses is answered with an error on that line. Ids must be
-unique: an answer is matched to its line by id, and a rerun skips the ids already answered.
+A line speaks one of the adapter's two contracts, as the adapter tells them apart: a System One request (an object
+with `questions` and no `decision`) or a SemIf decision (`{"decision": {"id": ...}, ...}`). Only what joining needs
+is checked here (a JSON object per line; a SemIf line with a unique `decision.id`); the rest of the schema is the
+adapter's to judge, and a line it refuses is answered with an error on that line. A SemIf line is known by its
+decision id (an answer is matched to its line by id, and a rerun skips the ids already answered); a System One
+request carries no id, so it is known by its line number in INPUT, and its answer must answer its question ids.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import defaultdict
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import BatchRefused
 
 PROBLEMS_SHOWN = 5
+Key = str | int  # how OUTPUT knows a line: a SemIf decision by its id, a System One request by its INPUT line number
 
 
 @dataclass(frozen=True)
 class InputRecord:
     number: int  # 1-based line number in the input file, as an editor counts
-    decision_id: str
+    decision_id: str | None  # a SemIf line's decision.id; None on a System One line (a request has no id)
     raw: bytes  # the line as sent, without its newline
+    question_ids: tuple[str, ...] = ()  # a System One request's question ids, in request order
+
+    @property
+    def systemone(self) -> bool:
+        return self.decision_id is None
+
+    @property
+    def key(self) -> Key:
+        return self.number if self.decision_id is None else self.decision_id
+
+    @property
+    def decisions(self) -> int:
+        """What the adapter decides for the line (and admits into its queue): a decision per System One question."""
+        return max(1, len(self.question_ids)) if self.systemone else 1
+
+    @property
+    def label(self) -> str:
+        return f"line {self.number}" if self.decision_id is None else f"decision {self.decision_id!r}"
+
+    @property
+    def digest(self) -> str:
+        """The line's sha256: a System One line's answer in OUTPUT carries it, so a rerun can tell INPUT changed."""
+        return hashlib.sha256(self.raw).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -30,20 +60,53 @@ class InputFile:
     blank_lines: int  # skipped here; a job that read the file as-is would answer each with an error line
 
     def by_id(self) -> dict[str, InputRecord]:
-        return {record.decision_id: record for record in self.records}
+        """The SemIf lines by decision id."""
+        return {record.decision_id: record for record in self.records if record.decision_id is not None}
+
+    def by_number(self) -> dict[int, InputRecord]:
+        return {record.number: record for record in self.records}
+
+    def locate(self, lines: Sequence[InputRecord], finished: Callable[[Key], bool]) -> tuple[list[InputRecord],
+                                                                                              list[InputRecord]]:
+        """These lines (read from a copy of some of INPUT's lines) as INPUT's records, and the lines INPUT does not
+        hold. A SemIf line is found by its id; a System One line by its bytes, each copy in INPUT taken once, those
+        OUTPUT lacks first (identical requests get identical answers, so which copy was asked does not matter)."""
+        known = self.by_id()
+        copies: dict[bytes, deque[InputRecord]] = defaultdict(deque)
+        for record in sorted((r for r in self.records if r.systemone), key=lambda r: finished(r.key)):  # stable
+            copies[record.raw].append(record)
+        found: list[InputRecord] = []
+        strangers: list[InputRecord] = []
+        for line in lines:
+            if line.systemone:
+                match = copies[line.raw].popleft() if copies[line.raw] else None
+            else:
+                match = known.get(line.decision_id or "")
+            (strangers if match is None else found).append(match or line)
+        return found, strangers
 
 
-def _decision_id(line: bytes) -> str:
-    """The line's `decision.id`, or ValueError saying why there is none."""
+def speaks_systemone(document: Any) -> bool:
+    """The adapter's rule (semif_adapter.http_app): an object with `questions` and no SemIf `decision(s)`."""
+    return isinstance(document, dict) and "questions" in document and "decision" not in document \
+        and "decisions" not in document
+
+
+def _record(number: int, line: bytes) -> InputRecord:
+    """The line as a record, or ValueError saying why it cannot be one."""
     try:
         document = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"not JSON ({error})") from None
+    if speaks_systemone(document):
+        questions = document["questions"]
+        return InputRecord(number, None, line, tuple(questions) if isinstance(questions, dict) else ())
     decision = document.get("decision") if isinstance(document, dict) else None
     identifier = decision.get("id") if isinstance(decision, dict) else None
     if not isinstance(identifier, str) or not identifier:
-        raise ValueError("no decision.id (each line is one request: {\"decision\": {\"id\": ..., ...}, ...})")
-    return identifier
+        raise ValueError("no decision.id (each line is one request: {\"decision\": {\"id\": ..., ...}, ...}, or a "
+                         "System One request with \"questions\")")
+    return InputRecord(number, identifier, line)
 
 
 def _refusal(source: str, problems: list[str]) -> BatchRefused:
@@ -67,12 +130,13 @@ def parse_input(data: bytes, source: str) -> InputFile:
             blank += 1
             continue
         try:
-            identifier = _decision_id(raw)
+            record = _record(number, raw)
         except ValueError as error:
             problems.append(f"line {number}: {error}")
             continue
-        seen[identifier].append(number)
-        records.append(InputRecord(number, identifier, raw))
+        if record.decision_id is not None:
+            seen[record.decision_id].append(number)
+        records.append(record)
     problems += [f"decision id {identifier!r} is on lines {', '.join(map(str, numbers))} (ids must be unique)"
                  for identifier, numbers in seen.items() if len(numbers) > 1]
     if problems:

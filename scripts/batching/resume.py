@@ -1,9 +1,10 @@
 """OUTPUT: read what an earlier run finished, then append the new lines in input order.
 
-A rerun asks only the lines whose decision id OUTPUT does not hold a final line for, and appends: a finished
-line is never rewritten. Lines are written in input order as their requests complete (a reorder buffer
-absorbs concurrent requests finishing out of order), each with one write and a flush, so an interrupted run
-leaves at most one incomplete last line; the next run cuts it off and asks that line again.
+A rerun asks only the lines OUTPUT does not hold a final line for (a SemIf line known by its decision id, a System
+One line by its INPUT line number and digest), and appends: a finished line is never rewritten. Lines are written in
+input order as their requests complete (a reorder buffer absorbs concurrent requests finishing out of order), each
+with one write and a flush, so an interrupted run leaves at most one incomplete last line; the next run cuts it off
+and asks that line again.
 """
 
 from __future__ import annotations
@@ -14,38 +15,54 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from . import systemone_lines
 from .errors import BatchRefused
 from .join import RETRYABLE_CODES, Result
-from .records import InputFile
+from .records import InputFile, InputRecord, Key
 
 
 @dataclass
 class Previous:
     """What OUTPUT already holds for this input."""
 
-    codes: dict[str, str | None] = field(default_factory=dict)  # finished id -> its error code (None: answered)
+    codes: dict[Key, str | None] = field(default_factory=dict)  # finished line's key -> its error code (None: answered)
     keep_bytes: int | None = None  # OUTPUT's length without an incomplete last line; None: nothing to cut
 
-    def finished(self, decision_id: str) -> bool:
-        return decision_id in self.codes
+    def finished(self, key: Key) -> bool:
+        return key in self.codes
 
 
-def _line_id(line: bytes, number: int, path: Path) -> tuple[str, str | None]:
-    """(decision id, error code or None) of one OUTPUT line."""
+def _finished_line(line: bytes, number: int, path: Path, known: dict[str, InputRecord],
+                   numbered: dict[int, InputRecord]) -> tuple[Key, str | None]:
+    """(key, error code or None) of one OUTPUT line; BatchRefused if it is no line of ours or answers a line INPUT
+    does not hold (another input's OUTPUT)."""
     try:
         document = json.loads(line)
     except ValueError:
         document = None
-    identifier = document.get("decision_id") if isinstance(document, dict) else None
-    if not isinstance(identifier, str):
-        raise BatchRefused(f"{path}: line {number} is not an answer or error line with a decision_id; "
-                           "is OUTPUT a file this tool wrote?")
-    error = document.get("error")
-    return identifier, (str(error.get("code", "error")) if isinstance(error, dict) else None)
+    if not isinstance(document, dict):
+        document = {}
+    identifier = document.get("decision_id")
+    if isinstance(identifier, str):
+        if identifier not in known:
+            raise BatchRefused(f"{path}: line {number} answers decision {identifier!r}, which the input does not "
+                               "hold: OUTPUT belongs to another input (choose another -o)")
+        error = document.get("error")
+        return identifier, (str(error.get("code", "error")) if isinstance(error, dict) else None)
+    place = systemone_lines.located(document)
+    if place is None:
+        raise BatchRefused(f"{path}: line {number} is not an answer or error line with a decision_id (nor a System "
+                           "One line with its x_request_sha256); is OUTPUT a file this tool wrote?")
+    record = numbered.get(place[0])
+    if record is None or not record.systemone or record.digest != place[1]:
+        raise BatchRefused(f"{path}: line {number} answers a System One request that input line {place[0]} does "
+                           "not hold (its x_request_sha256 differs): OUTPUT belongs to another input, or the input "
+                           "was edited since (choose another -o)")
+    return record.number, systemone_lines.error_code(document)
 
 
 def read_previous(path: Path, inputs: InputFile) -> Previous:
-    """The finished ids in OUTPUT; BatchRefused if it answers ids that INPUT does not hold (another file's)."""
+    """The finished lines in OUTPUT; BatchRefused if it answers lines that INPUT does not hold (another file's)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -56,16 +73,13 @@ def read_previous(path: Path, inputs: InputFile) -> Previous:
     if data and not data.endswith(b"\n"):
         previous.keep_bytes = data.rfind(b"\n") + 1
         data = data[:previous.keep_bytes]
-    known = inputs.by_id()
+    known, numbered = inputs.by_id(), inputs.by_number()
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
-        identifier, code = _line_id(line, number, path)
-        if identifier not in known:
-            raise BatchRefused(f"{path}: line {number} answers decision {identifier!r}, which the input does not "
-                               "hold: OUTPUT belongs to another input (choose another -o)")
+        key, code = _finished_line(line, number, path, known, numbered)
         if code not in RETRYABLE_CODES:
-            previous.codes[identifier] = code
+            previous.codes[key] = code
     return previous
 
 

@@ -2,8 +2,9 @@
 
 SageMaker splits the input object by line (`SplitType=Line`), packs lines into requests up to `MaxPayloadInMB`
 (`BatchStrategy=MultiRecord`), posts them to the container as JSON Lines and writes the answers, a line each,
-to `<input name>.out` (`AssembleWith=Line`). The adapter answers every line, a refused one with an error on
-its line, so the k-th output line belongs to the k-th input line; the join checks each answer's id.
+to `<input name>.out` (`AssembleWith=Line`). The adapter answers every line in its own contract (SemIf or System
+One), a refused one with an error on its line, so the k-th output line belongs to the k-th input line; the join
+checks each answer against its line (a SemIf answer's decision id, a System One answer's question ids).
 
 The job reads only the lines still to answer: what OUTPUT already holds is not paid for twice. An `s3://`
 input that is wholly pending is read in place; otherwise the pending lines are uploaded next to the job.
@@ -148,24 +149,23 @@ def collect(s3: Any, job: dict[str, Any], staged: Staged, work: Path) -> list[Re
         raise BatchFailure(f"the output {output.uri} does not match the job's input: {error}") from error
 
 
-def attached(s3: Any, sagemaker: Any, name: str, inputs: InputFile, work: Path) -> Staged:
+def attached(s3: Any, sagemaker: Any, name: str, inputs: InputFile, previous: Previous, *, work: Path) -> Staged:
     """The input of a job started earlier (by an interrupted run): its records must be lines of INPUT."""
     job = describe(sagemaker, name)
     location = S3Location.parse(job["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"])
     path = work / (location.name or "input.jsonl")
     download(s3, location, path)
-    records = parse_input(path.read_bytes(), location.uri).records
-    known = inputs.by_id()
-    strangers = [record.decision_id for record in records if record.decision_id not in known]
+    records, strangers = inputs.locate(parse_input(path.read_bytes(), location.uri).records, previous.finished)
     if strangers:
-        raise BatchRefused(f"transform job {name} read decisions that the input does not hold "
-                           f"({', '.join(map(repr, strangers[:3]))}): is it another input's job?")
-    return Staged(location, [known[record.decision_id] for record in records])
+        shown = ", ".join(f"{s.label} of the job's input" if s.systemone else s.label for s in strangers[:3])
+        raise BatchRefused(f"transform job {name} read requests that the input does not hold ({shown}): is it "
+                           "another input's job?")
+    return Staged(location, records)
 
 
 def _fresh(results: list[Result], previous: Previous) -> list[Result]:
     """The results OUTPUT does not hold yet, in input order, indexed for the writer."""
-    fresh = sorted((r for r in results if not previous.finished(r.record.decision_id)), key=lambda r: r.record.number)
+    fresh = sorted((r for r in results if not previous.finished(r.record.key)), key=lambda r: r.record.number)
     return [dataclasses.replace(result, index=index) for index, result in enumerate(fresh)]
 
 
@@ -200,5 +200,5 @@ def attach_transform(clients: Callable[[str], Any], inputs: InputFile, previous:
     s3, sagemaker = clients("s3"), clients("sagemaker")
     with tempfile.TemporaryDirectory(prefix="semif-batch-") as directory:
         work = Path(directory)
-        staged = attached(s3, sagemaker, name, inputs, work)
+        staged = attached(s3, sagemaker, name, inputs, previous, work=work)
         return _fresh(collect(s3, wait_for(sagemaker, name, poller), staged, work), previous)

@@ -6,6 +6,7 @@ What the adapter was asked is read from its own access log (each JSON Lines requ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import signal
@@ -21,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from local.test_batch_parts import systemone_lines
 from scripts import batch
 from scripts.batch_sample import sample_lines
 from scripts.local.processes import wait_until
@@ -29,6 +31,8 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 JSONL = "application/jsonlines"
 TIMING = re.compile(rb'"timing":\{[^{}]*\}')
+X_TIMING = re.compile(rb'"x_timing":\{[^{}]*\}')  # a System One answer's, and each of its answers'
+PLACE = re.compile(rb',"x_line":\d+,"x_request_sha256":"[0-9a-f]{64}"\}$')  # where a System One answer belongs
 
 
 def run_batch(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -151,24 +155,76 @@ def test_interrupted_run_resumes_complete_and_in_order(local: tuple[str, ...], t
     assert f"({len(done)} before this run, {len(lines) - len(done)} now" in resumed.stdout
 
 
-def test_json_lines_answers_equal_single_answers(spawn_gateway: Callable[..., Any], runtime_for: Callable[..., Any],
-                                                 tmp_path: Path) -> None:
-    """Byte for byte apart from timing, each computed afresh: this gateway's adapter keeps no result cache."""
+def _batched_and_single(spawn_gateway: Callable[..., Any], runtime_for: Callable[..., Any], tmp_path: Path,
+                        lines: list[str], max_decisions: int) -> tuple[list[bytes], list[bytes]]:
+    """The lines' answers from one batch run and then one request each (last line first), on a fresh gateway whose
+    adapter keeps no result cache, so that each answer is computed afresh."""
     import os
 
     gateway = spawn_gateway(env={**os.environ, "SEMIF_RESULT_CACHE_ENTRIES": "0"})
     gateway.wait_ready()
-    lines = sample_lines(8, 4, seed=1406)
     source = write_lines(tmp_path / "in.jsonl", lines)
     output = tmp_path / "out.jsonl"
-    result = run_batch(source, "-o", output, "--local", "--port", str(gateway.port), "--max-decisions", "8")
+    result = run_batch(source, "-o", output, "--local", "--port", str(gateway.port), "--max-decisions",
+                       str(max_decisions))
     assert result.returncode == 0, result.stderr
     runtime = runtime_for(gateway.url)
     singles = [runtime.invoke_endpoint(EndpointName="local-decision", ContentType="application/json",
                                        Body=line.encode())["Body"].read() for line in reversed(lines)][::-1]
-    batched = output.read_bytes().splitlines()
+    return output.read_bytes().splitlines(), singles
+
+
+def test_json_lines_answers_equal_single_answers(spawn_gateway: Callable[..., Any], runtime_for: Callable[..., Any],
+                                                 tmp_path: Path) -> None:
+    """Byte for byte apart from timing, each computed afresh: this gateway's adapter keeps no result cache."""
+    batched, singles = _batched_and_single(spawn_gateway, runtime_for, tmp_path, sample_lines(8, 4, seed=1406), 8)
     assert all(TIMING.search(answer) for answer in [*batched, *singles])
     assert [TIMING.sub(b"", answer) for answer in batched] == [TIMING.sub(b"", answer) for answer in singles]
+
+
+def test_a_system_one_file_mixed_with_semif_lines_is_answered_in_order(local_endpoints: Any, local: tuple[str, ...],
+                                                                         tmp_path: Path) -> None:
+    requests = systemone_lines(3, seed=1408)
+    bad = json.loads(requests[1])
+    bad["questions"]["colère"]["criteria"] = {"0": "calm", "1": "angry"}  # score levels as a map: refused (422)
+    lines = [requests[0], json.dumps(bad, ensure_ascii=False), sample_lines(1, 1, seed=1408)[0], requests[2]]
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    log = AdapterLog(local_endpoints)
+    first = run_batch(source, "-o", output, *local, "--limit", "2", "--max-decisions", "4")
+    assert first.returncode == 1, first.stderr
+    log.expect(2)  # 3 decisions each: one request per line
+    assert re.fullmatch(r"batch: 4 lines: 1 answered \(0 before this run, 1 now in [\d.]+ s: 3 decisions, [\d.]+ "
+                        r"decisions/s\), 1 failed, 2 not sent", first.stdout.splitlines()[0])
+    second = run_batch(source, "-o", output, *local, "--max-decisions", "4")
+    assert second.returncode == 1, second.stderr  # the refused line stays refused
+    log.expect(2)
+    assert re.fullmatch(r"batch: 4 lines: 3 answered \(1 before this run, 2 now in [\d.]+ s: 4 decisions, [\d.]+ "
+                        r"decisions/s\), 1 failed", second.stdout.splitlines()[0])
+    assert second.stdout.splitlines()[1] == "batch: errors by code (final, in OUTPUT): list_type 1 (line 2)"
+    written = [json.loads(line) for line in output.read_bytes().splitlines()]
+    digests = [hashlib.sha256(line.encode()).hexdigest() for line in lines]
+    for number in (1, 4):
+        answer = written[number - 1]
+        assert (answer["x_line"], answer["x_request_sha256"]) == (number, digests[number - 1])
+        assert {qid: a["type"] for qid, a in answer["answers"].items()} == {"action": "choice", "refund": "noul",
+                                                                             "colère": "score"}
+    assert written[1]["line"] == 2 and written[1]["x_request_sha256"] == digests[1]
+    assert written[1]["detail"][0]["loc"][:3] == ["body", "questions", "colère"]
+    assert written[2]["decision_id"] == input_ids(lines[2:3])[0] and "probabilities" in written[2]
+    before = output.read_bytes()
+    assert run_batch(source, "-o", output, *local).returncode == 1
+    log.expect(0)
+    assert output.read_bytes() == before
+
+
+def test_system_one_answers_in_a_file_equal_single_answers(spawn_gateway: Callable[..., Any],
+                                                           runtime_for: Callable[..., Any], tmp_path: Path) -> None:
+    """Byte for byte apart from timing and the line's place, each computed afresh (no result cache)."""
+    batched, singles = _batched_and_single(spawn_gateway, runtime_for, tmp_path, systemone_lines(2, seed=1409), 6)
+    assert all(PLACE.search(answer) for answer in batched)
+    assert all(len(X_TIMING.findall(answer)) == 4 for answer in [*batched, *singles])  # the request's, 3 answers'
+    assert [X_TIMING.sub(b"", PLACE.sub(b"}", answer)) for answer in batched] == [X_TIMING.sub(b"", a) for a in singles]
 
 
 def _decision_port(gateway: Any) -> int:

@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
+import random
 import re
 from pathlib import Path
 
 import pytest
+from support.systemone import NOUL, SCORE, body
 
-from scripts.batch_sample import sample_lines
+from scripts.batch_sample import QUESTIONS, sample_lines, ticket
 from scripts.batching.chunking import plan_chunks
 from scripts.batching.errors import BatchRefused
 from scripts.batching.join import JoinError, Result, failed, join
 from scripts.batching.progress import Summary
-from scripts.batching.records import InputRecord, parse_input
+from scripts.batching.records import InputFile, InputRecord, parse_input
 from scripts.batching.resume import OrderedWriter, read_previous
 from scripts.batching.s3_objects import S3Location
 from scripts.batching.transform import JobPlan, job_name, job_request
+
+
+def systemone_lines(count: int, seed: int) -> list[str]:
+    """System One requests about sample tickets, a line each: a choice, a yes/no and a score (its id not ASCII)."""
+    rng = random.Random(seed)
+    _key, question, options = QUESTIONS[0]
+    action = {"type": "choice", "instructions": question, "criteria": options}
+    return [json.dumps(body({"action": action, "refund": NOUL, "colère": SCORE}, state=ticket(rng, number)),
+                       ensure_ascii=False) for number in range(1, count + 1)]
 
 
 def _lines(count: int) -> bytes:
@@ -136,6 +148,106 @@ def test_summary_reports_every_fate_by_code() -> None:
         "errors by code (final, in OUTPUT): prompt_too_long 1 (line 2)",
         "to retry (not in OUTPUT; run the same command again): queue_full 2 (lines 3, 4)"]
     assert not summary.complete
+
+
+def _mixed() -> InputFile:
+    """System One lines 1, 3 and 5 (5 repeats 1's request), SemIf decisions on lines 2 and 4."""
+    semif, one = sample_lines(2, 4, seed=3), systemone_lines(2, seed=5)
+    return parse_input("".join(line + "\n" for line in [one[0], semif[0], one[1], semif[1], one[0]]).encode(), "in")
+
+
+def _systemone_answer(record: InputRecord) -> bytes:
+    return json.dumps({"model": "m", "answers": {qid: {"type": "noul", "noul": 0.5} for qid in record.question_ids},
+                       "usage": {"input_tokens": 9, "output_tokens": 0}}, ensure_ascii=False).encode()
+
+
+def _sha(record: InputRecord) -> str:
+    return hashlib.sha256(record.raw).hexdigest()
+
+
+def test_input_tells_system_one_lines_from_semif_lines() -> None:
+    records = _mixed().records
+    assert [r.key for r in records] == [1, "t00001-action", 3, "t00001-urgency", 5]  # a request has no id: its line
+    assert records[0].question_ids == ("action", "refund", "colère") and records[0].decisions == 3
+    assert (records[1].question_ids, records[1].decisions) == ((), 1)
+    assert records[4].raw == records[0].raw  # a request asked twice is two lines to answer
+    both = parse_input(b'{"decision": {"id": "x"}, "questions": {"q": {}}}', "in").records[0]
+    assert both.key == "x"  # the adapter's rule: a body with a decision is SemIf's
+    with pytest.raises(BatchRefused, match=r"^in: line 2: no decision\.id .*or a System One request"):
+        parse_input(b'{"questions": []}\n{"state": "s"}\n', "in")  # line 1 is the adapter's to refuse
+
+
+def test_chunks_count_a_system_one_line_as_its_questions() -> None:
+    records = _mixed().records  # 3, 1, 3, 1 and 3 decisions
+    chunks, _ = plan_chunks(records, max_bytes=100_000, max_decisions=4)
+    assert [[r.number for r in c.records] for c in chunks] == [[1, 2], [3, 4], [5]]
+    chunks, _ = plan_chunks(records, max_bytes=100_000, max_decisions=2)
+    assert [[r.number for r in c.records] for c in chunks] == [[1], [2], [3], [4], [5]]  # a line is never split
+
+
+def test_join_places_system_one_answers_and_errors_by_input_line() -> None:
+    records = _mixed().records
+    answer = _systemone_answer(records[0])
+    invalid = {"detail": [{"loc": ["body", "questions"], "msg": "Input should be a valid dictionary",
+                           "type": "dict_type"}], "line": 2}
+    results = join(0, records[:3], [answer, b'{"decision_id":"t00001-action"}', json.dumps(invalid).encode()])
+    assert results[0].answered and results[0].line is not None
+    assert results[0].line.startswith(answer[:-1])  # the adapter's bytes, then where they belong
+    assert json.loads(results[0].line) == {**json.loads(answer), "x_line": 1, "x_request_sha256": _sha(records[0])}
+    assert results[1].line == b'{"decision_id":"t00001-action"}'
+    assert results[2].code == "dict_type"
+    assert json.loads(results[2].line or b"") == {**invalid, "line": 3, "x_request_sha256": _sha(records[2])}
+    busy = {"detail": {"error_type": "service_unavailable", "message": "busy"}, "line": 1}
+    retry = join(0, records[:1], [json.dumps(busy).encode()])[0]
+    assert (retry.line, retry.code) == (None, "service_unavailable")  # asked again on a rerun, not written
+    large = failed(0, records[0], "body_too_large", "the line is too large", "body")
+    assert large.code == "request_too_large" and json.loads(large.line or b"") == {
+        "detail": {"error_type": "request_too_large", "message": "the line is too large"}, "line": 1,
+        "x_request_sha256": _sha(records[0])}
+    with pytest.raises(JoinError, match=r"line 1 asks questions .* answers out of order"):
+        join(0, records[:1], [_systemone_answer(records[1])])
+
+
+def test_resume_finds_system_one_lines_by_number_and_digest(tmp_path: Path) -> None:
+    inputs = _mixed()
+    records = inputs.records
+    invalid = b'{"detail":[{"loc":["body"],"msg":"m","type":"dict_type"}],"line":3}'
+    output = tmp_path / "out.jsonl"
+    done = join(0, records[:3], [_systemone_answer(records[0]), b'{"decision_id":"t00001-action"}', invalid])
+    output.write_bytes(b"".join((result.line or b"") + b"\n" for result in done))
+    previous = read_previous(output, inputs)
+    assert previous.codes == {1: None, "t00001-action": None, 3: "dict_type"}
+    summary = Summary.start(inputs, previous)
+    assert (summary.answered_before, dict(summary.errors), summary.not_sent) == (2, {"dict_type": [3]}, 2)
+    semif, one = sample_lines(2, 4, seed=3), systemone_lines(2, seed=5)
+    edited = parse_input("\n".join([one[1], semif[0], one[0]]).encode(), "in")  # lines 1 and 3 swapped
+    with pytest.raises(BatchRefused, match="line 1 answers a System One request that input line 1 does not hold"):
+        read_previous(output, edited)
+    stranger = {"x_line": 2, "x_request_sha256": _sha(records[0]), "answers": {}}  # line 2 is a SemIf line
+    output.write_text(json.dumps(stranger) + "\n")
+    with pytest.raises(BatchRefused, match="OUTPUT belongs to another input"):
+        read_previous(output, inputs)
+
+
+def test_a_jobs_lines_are_found_in_the_input_by_id_or_by_bytes() -> None:
+    inputs = _mixed()
+    records = inputs.records
+    job = parse_input(b"\n".join(r.raw for r in [records[1], records[0], records[2]]), "job").records
+    found, strangers = inputs.locate(job, finished=lambda key: key == 1)
+    assert [r.number for r in found] == [2, 5, 3] and strangers == []  # of two copies, the one OUTPUT lacks
+    assert [r.number for r in inputs.locate(job, finished=lambda key: False)[0]] == [2, 1, 3]
+    other = parse_input(systemone_lines(3, seed=6)[2].encode(), "job").records
+    assert inputs.locate(other, finished=lambda key: False) == ([], other)
+
+
+def test_summary_counts_a_system_one_lines_questions_as_decisions() -> None:
+    inputs = _mixed()
+    summary = Summary.start(inputs, read_previous(Path("/nonexistent"), inputs))
+    summary.add([Result(0, inputs.records[0], b"{}"), Result(1, inputs.records[1], b"{}")])
+    summary.elapsed_s = 2.0
+    assert summary.report() == [
+        "5 lines: 2 answered (0 before this run, 2 now in 2.0 s: 4 decisions, 2.00 decisions/s), 3 not sent",
+        "not sent: run the same command again to ask the rest"]
 
 
 def test_job_names_fit_sagemaker() -> None:

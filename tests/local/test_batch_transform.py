@@ -9,6 +9,7 @@ CreateTransformJob shape, the upload, the polling and the download.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import io
 import json
 from collections.abc import Iterator
@@ -21,9 +22,11 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
+from local.test_batch_parts import systemone_lines
 from local.test_smoke_aws import FakeTime
 from scripts import batch
 from scripts.batch_sample import sample_lines
+from scripts.batching.join import answer_lines
 
 pytestmark = pytest.mark.slow
 REGION = "us-east-1"
@@ -282,3 +285,69 @@ def test_an_interrupted_wait_says_how_to_collect_the_job(aws: Aws, tmp_path: Pat
     assert summary.stopped == (f"FAILED: interrupted while transform job {JOB} runs; it keeps running: collect it "
                                f"later with --attach {JOB}, or stop it with `aws sagemaker stop-transform-job "
                                f"--transform-job-name {JOB}`")
+
+
+@pytest.fixture(scope="module")
+def systemone_job_lines() -> list[str]:
+    """System One requests (line 5 repeats line 1's), one refused on its line, and a SemIf decision among them."""
+    requests = systemone_lines(3, seed=1410)
+    bad = json.loads(requests[1])
+    bad["questions"]["action"]["criteria"] = {"refund": None}  # one option: a choice needs two (422)
+    return [requests[0], json.dumps(bad, ensure_ascii=False), sample_lines(1, 1, seed=1410)[0], requests[2],
+            requests[0]]
+
+
+@pytest.fixture(scope="module")
+def systemone_assembled(runtime: Any, systemone_job_lines: list[str]) -> bytes:
+    return _assemble(runtime, systemone_job_lines)
+
+
+def _placed(job_lines: list[str], assembled: bytes) -> list[Any]:
+    """What OUTPUT says of each line: the adapter's answer or error; a System One one also which line it answers."""
+    expected = []
+    for number, (request, answer) in enumerate(zip(job_lines, answer_lines(assembled), strict=True), start=1):
+        document = json.loads(answer)
+        if "questions" in json.loads(request):
+            place = "line" if "detail" in document else "x_line"
+            document = {**document, place: number, "x_request_sha256": hashlib.sha256(request.encode()).hexdigest()}
+        expected.append(document)
+    return expected
+
+
+def test_transform_job_answers_system_one_lines(aws: Aws, tmp_path: Path, systemone_job_lines: list[str],
+                                                systemone_assembled: bytes) -> None:
+    source = tmp_path / "tickets.jsonl"
+    source.write_text("".join(line + "\n" for line in systemone_job_lines), encoding="utf-8")
+    output = tmp_path / "answers.jsonl"
+    _start(aws)
+    _finish(aws, _job("Completed", UPLOADED), systemone_assembled)
+    summary = batch.run(_cli(str(source), output), session=aws, poller=FakeTime().poller())
+    for stub in aws.stubs.values():
+        stub.assert_no_pending_responses()
+    assert aws.uploads == [source.read_bytes()]
+    written = output.read_bytes().splitlines()
+    assert [json.loads(line) for line in written] == _placed(systemone_job_lines, systemone_assembled)
+    assert written[0].startswith(answer_lines(systemone_assembled)[0][:-1])  # the adapter's bytes, then the place
+    assert summary.answered == 4 and summary.decisions == 3 + 1 + 3 + 3
+    assert dict(summary.errors) == {"too_short": [2]}
+
+
+def test_attach_finds_system_one_lines_by_their_bytes(aws: Aws, tmp_path: Path, systemone_job_lines: list[str],
+                                                      systemone_assembled: bytes) -> None:
+    """Line 1 was answered before the job started: the job read lines 2-5, and its copy of line 1's request is
+    line 5, the one OUTPUT lacks."""
+    source = tmp_path / "tickets.jsonl"
+    source.write_text("".join(line + "\n" for line in systemone_job_lines), encoding="utf-8")
+    first = answer_lines(systemone_assembled)[0]
+    sha = hashlib.sha256(systemone_job_lines[0].encode()).hexdigest()
+    output = tmp_path / "answers.jsonl"
+    output.write_bytes(first[:-1] + f',"x_line":1,"x_request_sha256":"{sha}"}}\n'.encode())
+    staged = "".join(line + "\n" for line in systemone_job_lines[1:]).encode()
+    aws.response("sagemaker", "describe_transform_job", _job("InProgress", UPLOADED), {"TransformJobName": JOB})
+    _download(aws, f"input/{JOB}/tickets.jsonl", staged)
+    _finish(aws, _job("Completed", UPLOADED), _assemble_lines(systemone_assembled, 1))
+    args = batch.parse_args([str(source), "-o", str(output), "--transform", "--attach", JOB])
+    summary = batch.run(args, session=aws, poller=FakeTime().poller())
+    assert [json.loads(line) for line in output.read_bytes().splitlines()] == _placed(systemone_job_lines,
+                                                                                    systemone_assembled)
+    assert (summary.answered_before, summary.answered, summary.complete) == (1, 3, False)  # line 2 was refused
