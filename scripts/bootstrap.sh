@@ -85,6 +85,9 @@ pinned_venv() {
 pinned_venv .venv-checkov requirements-security.txt checkov
 # The sagemaker SDK v3 and the AWS CLI v1: the SDK test, tests/sdk.
 pinned_venv .venv-sagemaker requirements-sagemaker.txt "the sagemaker SDK and the AWS CLI (about 1 GB)"
+# The System One benchmark tools (jevcompat, sys1bench, jevbench; ~370 MB with pandas and scipy): the benchmark, and
+# the test that regenerates the sys1bench labelled set.
+pinned_venv .venv-bench requirements-bench.txt "the System One benchmark tools (jevcompat, sys1bench, jevbench)"
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "installing the pinned AWS CDK CLI (npm ci)"

@@ -23,7 +23,9 @@ def test_the_workflow_bootstraps_tests_synthesizes_every_environment_and_caches(
     cached = {path: step["with"]["key"] for step in steps if step.get("uses", "").startswith("actions/cache@")
               for path in step["with"]["path"].split()}
     assert set(cached) == {"~/.cache/pip", "~/.npm", "~/.cache/semif-sagemaker/llama.cpp",
-                           "~/.cache/semif-sagemaker/sdist", "~/.cache/semif-sagemaker/venvs"}
+                           "~/.cache/semif-sagemaker/sdist", "~/.cache/semif-sagemaker/venvs",
+                           "~/.cache/semif-sagemaker/models"}
+    assert "scripts/pypi_models.py" in cached["~/.cache/semif-sagemaker/models"]
     assert "package-lock.json" in cached["~/.npm"]
     assert "requirements*.txt" in cached["~/.cache/pip"]
     llama_cpp = cached["~/.cache/semif-sagemaker/llama.cpp"]

@@ -1,0 +1,36 @@
+"""What one System One benchmark run measures: the full grid or the quick one (the test that keeps it working)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Closed-loop clients, each sending its own fresh tickets (three questions each) one after another."""
+
+    clients: int
+    requests: int  # per client and round
+    rounds: int  # the systems take turns round by round, in a rotating order
+    size: str
+
+
+@dataclass(frozen=True)
+class Config:
+    quick: bool
+    size: str  # state size of the question and option phases (workload.STATE_CHARS)
+    question_counts: tuple[int, ...]  # questions per request over one state
+    option_counts: tuple[int, ...]  # options of one choice question
+    repeats: int  # requests per row, each about a state nobody has seen
+    warmup: int  # rounds before the first row, each asking every question and option list once, not counted
+    throughput: Throughput
+
+
+def full() -> Config:
+    return Config(quick=False, size="medium", question_counts=(1, 2, 4, 8), option_counts=(2, 16, 64, 255),
+                  repeats=5, warmup=1, throughput=Throughput(clients=4, requests=4, rounds=2, size="medium"))
+
+
+def quick() -> Config:
+    return Config(quick=True, size="short", question_counts=(1, 2), option_counts=(2, 16), repeats=1, warmup=1,
+                  throughput=Throughput(clients=2, requests=2, rounds=1, size="short"))

@@ -1,0 +1,143 @@
+"""The System One benchmark in its quick form against `jevcompat mock`, run as a user runs it.
+
+No timing assertions (the figures live in the benchmark's output); only that every phase ran against a real server,
+the outputs are complete, the report shows the figures the JSON holds, and the arithmetic behind the figures holds.
+The mock is the conformance suite's own reference server: it has no model, so its latencies say nothing, but every
+request and every report path is the one a real server goes through.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripts.bench.report import _cell
+from scripts.bench.systemone_floor import Layout, Piece, RawFloor, reported_layout
+from scripts.bench.systemone_phases import extra_question_cost
+from scripts.bench.systemone_quality import argmax_accuracy
+from scripts.bench.systemone_workload import QUESTION_BANK, option_names, options_body, questions_body
+from semif_adapter.embedded_model import embedded_model_path
+
+ROOT = Path(__file__).resolve().parents[2]
+MOCK = "jevcompat-mock"
+
+
+def test_the_bank_asks_the_first_k_questions_of_all_three_types() -> None:
+    body = questions_body("short", 7, 4)
+    assert list(body["questions"]) == [name for name, _ in QUESTION_BANK[:4]]
+    assert {q["type"] for q in body["questions"].values()} == {"choice", "noul", "score"}
+    assert questions_body("short", 7, 1)["state"] == body["state"] != questions_body("short", 8, 1)["state"]
+    with pytest.raises(ValueError, match="questions"):
+        questions_body("short", 7, len(QUESTION_BANK) + 1)
+
+
+def test_option_sweep_names_255_distinct_options() -> None:
+    options = option_names(255)
+    assert len(options) == 255 and len(set(options.values())) == 255
+    assert list(options_body("short", 1, 16)["questions"]["next_step"]["criteria"]) == list(option_names(16))
+    with pytest.raises(ValueError, match="options"):
+        option_names(257)
+
+
+def test_layout_from_x_timing_then_semif_blocks_then_usage() -> None:
+    ours = {"answers": {"a": {"x_timing": {"prompt_tokens": 95, "cached_tokens": 34, "evaluated_tokens": 96},
+                              "x_option_logits": {"x": 1.0, "y": 2.0}},
+                        "b": {"x_timing": {"prompt_tokens": 99, "cached_tokens": 75, "evaluated_tokens": 54},
+                              "x_option_logits": {"0": 1.0, "1": 0.0, "2": 0.5}}},
+            "usage": {"input_tokens": 170}}
+    layout = reported_layout(ours)
+    assert layout == Layout((Piece(34, 61, (18, 17)), Piece(75, 24, (10, 10, 10))), "x_timing")
+    assert (layout.evaluated, layout.cached) == (150, 34)
+    semif = {"answers": {"a": {"semif": {"input_tokens": 113}}, "b": {"semif": {"input_tokens": 98}}},
+             "semif": {"mode": "shared", "timing": {"prefix_tokens": 60}}, "usage": {"input_tokens": 151}}
+    assert reported_layout(semif) == Layout((Piece(0, 60, (53, 38)),), "semif")
+    direct = {"answers": {"a": {"semif": {"input_tokens": 120}}}, "semif": {"mode": "direct", "timing": {}}}
+    assert reported_layout(direct) == Layout((Piece(0, 120),), "semif")
+    assert reported_layout({"answers": {"a": {}}, "usage": {"input_tokens": 40}}) == Layout((Piece(0, 40),), "usage")
+    assert reported_layout({"answers": {}}) is None
+
+
+@pytest.mark.slow
+def test_floor_decodes_branches_and_refuses_what_does_not_fit() -> None:
+    floor = RawFloor(embedded_model_path())
+    try:
+        text = "The parcel arrived late and the box was dented."
+        assert floor.ms(Layout((Piece(10, 20, (5, 5, 5)), Piece(0, 12)), "x_timing"), text) > 0
+        # groups of about one ubatch (the adapter's 512), the first sharing it with the shared tokens; at most
+        # every sequence but the trunk
+        assert floor._groups(Piece(0, 10, (3,) * 300)) == [(3,) * 167, (3,) * 133]
+        assert floor._groups(Piece(0, 0, (1,) * 300)) == [(1,) * 254, (1,) * 46]
+        assert floor.ms(Layout((Piece(0, 10, (3,) * 300),), "x_timing"), text) > 0
+        assert floor.ms(Layout((Piece(0, floor.runtime.n_ctx + 1),), "usage"), text) is None
+    finally:
+        floor.close()
+
+
+def test_extra_question_cost_is_the_p50_difference_per_extra_question() -> None:
+    def row(ms: float, floor: float, tokens: float) -> dict[str, dict[str, float]]:
+        return {"latency_ms": {"p50": ms}, "floor_ms": {"p50": floor}, "evaluated_tokens": {"p50": tokens}}
+
+    costs = extra_question_cost({"1": row(300, 250, 100), "4": row(450, 370, 160)})
+    assert costs == [{"questions": 4, "extra_ms": 50.0, "extra_floor_ms": 40.0, "extra_evaluated_tokens": 20.0,
+                      "over_floor": 1.25}]
+
+
+def test_argmax_accuracy_counts_as_jevbench_does() -> None:
+    cases = {"c": {"questions": {"n": {"type": "noul"}, "k": {"type": "choice"}, "s": {"type": "score"},
+                                 "u": {"type": "noul"}}}}
+    bases = {"c": {"base": {"n": {"true": 0.7, "false": 0.3}, "k": {"x": 0.5, "y": 0.5, "z": 0.0},
+                            "s": {"0": 0.2, "1": 0.8}, "u": {"true": 0.1, "false": 0.9}}}}
+    gold = {"c": {"n": True, "k": "y", "s": 0, "u": "unknown"}}
+    found = argmax_accuracy(bases, gold, cases)
+    assert found["n"] == 3  # "unknown" is left out
+    assert found["accuracy"] == pytest.approx((1 + 0.5 + 0) / 3)  # a two-way tie earns a half
+    assert found["gold_probability"] == pytest.approx((0.7 + 0.5 + 0.2) / 3)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("systemone")
+    subprocess.run([sys.executable, "-m", "scripts.bench.systemone", "--quick", "--mock", "--out", str(out)],
+                   check=True, timeout=600, cwd=ROOT)
+    return out
+
+
+@pytest.mark.slow
+def test_quick_run_answers_every_request_and_times_its_floor(quick_run: Path) -> None:
+    results = json.loads((quick_run / "systemone.json").read_text())
+    assert results["systems"] == {MOCK: results["systems"][MOCK]} and results["meta"]["quick"]
+    for phase, values in (("questions", ["1", "2"]), ("options", ["2", "16"])):
+        rows = results[phase]["rows"][MOCK]
+        assert list(rows) == values
+        for row in rows.values():
+            assert row["answered"] == row["requests"] == 1 and row["refused"] == row["failed"] == 0
+            # the mock reports no x_timing: the floor is that of what it says it read
+            assert row["tokens_source"] == ["usage"] and row["floor_ms"]["p50"] > 0
+    (extra,) = results["questions"]["extra_question"][MOCK]
+    assert extra["questions"] == 2 and extra["extra_evaluated_tokens"] > 0
+    throughput = results["throughput"]["systems"][MOCK]
+    assert (throughput["requests"], throughput["errors"], throughput["decisions"]) == (4, 0, 12)
+    verdict = results["conformance"][MOCK]
+    assert verdict["verdict"] == "conformant" and verdict["MUST"]["passed"] == verdict["MUST"]["tested"] > 30
+    assert Path(verdict["report"]).exists()
+
+
+@pytest.mark.slow
+def test_quick_run_report_shows_what_it_measured(quick_run: Path) -> None:
+    results = json.loads((quick_run / "systemone.json").read_text())
+    report = (quick_run / "systemone.md").read_text()
+    assert (quick_run / "systemone.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for phase in ("questions", "options"):
+        for value, row in results[phase]["rows"][MOCK].items():
+            cells = [MOCK, value, row["answered"], row["refused"], row["failed"], row["latency_ms"]["p50"],
+                     row["latency_ms"]["p95"], row["evaluated_tokens"]["p50"], "usage", row["floor_ms"]["p50"],
+                     row["over_floor"]["p50"]]
+            assert "| " + " | ".join(_cell(c) for c in cells) + " |" in report, (phase, value)
+    assert f"| {MOCK} | {_cell(results['throughput']['systems'][MOCK]['decisions_per_s'])} |" in report
+    assert f"| {MOCK} | conformant | " in report
+    # a server that does not say what it computed gets no verdict on the cost targets
+    assert "not measurable: the server does not report the tokens it computed" in report
