@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support.models import MATRIX, MatrixModel
 
 from scripts.local.chat_container import dlc_model_path, layout_warning, llama_server_argv
 from scripts.local.processes import LOOPBACK, descendants, free_port, pid_alive, wait_until
@@ -67,10 +68,13 @@ def run_container(env: dict[str, str], port: int, log: Path) -> subprocess.Popen
 
 
 @pytest.mark.slow
-def test_real_container_from_a_model_dir(tmp_path: Path, model_path: Path) -> None:
+@pytest.mark.parametrize("model", MATRIX)
+def test_real_container_from_a_model_dir(tmp_path: Path, model: MatrixModel) -> None:
+    """On every model of the matrix; a GGUF without a chat template gets llama-server's fallback, ChatML (what
+    packaging and synth warn about)."""
     model_dir = tmp_path / "model"
     (model_dir / "nested").mkdir(parents=True)
-    (model_dir / "nested" / "model.gguf").symlink_to(model_path)
+    (model_dir / "nested" / "model.gguf").symlink_to(model.path)
     port = free_port()
     env = {"SM_LLAMA_CPP_MODEL_DIR": str(model_dir), "SM_LLAMA_CPP_CTX_SIZE": "512",
            "SM_LLAMA_CPP_PARALLEL": "1", "SM_LLAMA_CPP_THREADS": "1", "SM_LLAMA_CPP_NO_WEBUI": "true",
@@ -95,6 +99,7 @@ def test_real_container_from_a_model_dir(tmp_path: Path, model_path: Path) -> No
         props = httpx.get(f"{url}/props", timeout=5).json()  # any other path passes through, as in nginx
         assert props["default_generation_settings"]["n_ctx"] == 512  # SM_LLAMA_CPP_CTX_SIZE reached it
         assert Path(props["model_path"]).name == "model.gguf"
+        assert ("<|im_start|>" in props["chat_template"]) is (model.name == "smollm2" or not model.has_chat_template)
         answer = httpx.post(f"{url}/invocations", timeout=60, json={
             "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 8, "temperature": 0}).json()
         assert answer["choices"][0]["message"]["content"]
