@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -104,12 +105,18 @@ def test_bindings_are_built_with_the_portable_cpu_flags(decision_image: BuiltIma
     assert result.stdout.split()[:2] == ["-DGGML_NATIVE=OFF", "-DGGML_AVX2=ON"], result.stdout
 
 
+def _normalized(requirement: str) -> str:
+    """`name==version` with the name as PEP 503 compares names (backports.zstd is backports-zstd)."""
+    name, _, version = requirement.partition("==")
+    return f"{re.sub(r'[-_.]+', '-', name).lower()}=={version}"
+
+
 def test_the_python_tree_is_the_lock(decision_image: BuiltImage) -> None:
     lock = (Path(__file__).resolve().parents[2] / "container" / "requirements.lock").read_text()
-    locked = {line.split(" ")[0].lower() for line in lock.splitlines() if "==" in line}
+    locked = {_normalized(line.split(" ")[0]) for line in lock.splitlines() if "==" in line}
     result = run_in_image(decision_image, "/opt/semif/bin/pip", "list", "--format", "json", "--exclude-editable")
     assert result.returncode == 0, result.stderr
-    installed = {f"{p['name'].lower().replace('_', '-')}=={p['version']}" for p in json.loads(result.stdout)}
+    installed = {_normalized(f"{p['name']}=={p['version']}") for p in json.loads(result.stdout)}
     venv_tools = {p for p in installed if p.split("==")[0] in ("pip", "setuptools")}  # from the venv itself
     assert installed - venv_tools == locked
 
