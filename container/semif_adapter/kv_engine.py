@@ -3,12 +3,13 @@
 Sequence 0 of the KV cache holds a prefix (head, state) in cells [0, n): either still there from the previous
 request, restored from the host-memory `PrefixCache`, or evaluated now (and then saved there); a new state that
 opens like the held one, or like a saved one, keeps that opening where `partial_reuse` shows it to be exact. The rest is
-evaluated fresh on every request, always at the same boundaries: the common part (the criterion...), then the
-branches, one sequence id each, sharing the prefix and common cells through `llama_memory_seq_cp` and decoded
-together in as few calls as the batch allows, in the plan's fixed order. llama.cpp's CPU kernels round
-differently with the batch's packing, so fixed boundaries and a fixed order are what make a decision's numbers
-independent of the cache and of what else was asked before. A lone branch is decoded in one call with the common
-part. After every request, errors included, the cache holds only sequence 0's prefix in cells [0, n).
+evaluated fresh on every request, always at the same boundaries: the common part (the criterion...) and the
+branches, one sequence id each, decoded together in as few calls as the batch allows, in the plan's fixed order:
+the prefix's cells are given to every branch's sequence (`llama_memory_seq_cp`) and the common part's tokens belong
+to all of them (a token may carry several sequence ids), so it is computed once, in the same call as the branches.
+llama.cpp's CPU kernels round differently with the batch's packing, so fixed boundaries and a fixed order are what
+make a decision's numbers independent of the cache and of what else was asked before. After every request, errors
+included, the cache holds only sequence 0's prefix in cells [0, n).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class EngineResult:
 
 @dataclass(frozen=True)
 class _Piece:
-    seq: int
+    seq: int | tuple[int, ...]  # the sequence(s) its tokens belong to: the common part belongs to every branch's
     start: int  # position of the first token
     tokens: Sequence[int]
     reads: Mapping[int, Sequence[int]]  # index in tokens -> ids
@@ -269,17 +270,17 @@ class DecisionEngine:
             found = self._decode([_Piece(0, common_start, tokens, merged, 0)]).get(0, {})
             branch_rows = [{pos - branch_start: row for pos, row in found.items() if pos >= branch_start}]
             return found.get(last_common), tuple(branch_rows)
-        common_row = None
-        if common:
-            common_row = self._decode([_Piece(0, common_start, common, common_reads, -1)]).get(-1, {}).get(last_common)
-        for seq in range(1, len(planned.branches)):
+        for seq in range(1, len(planned.branches)):  # the prefix's cells belong to every branch
             llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
-        pieces = [_Piece(seq, branch_start, tokens[:length], branch_reads, seq)
-                  for seq, (tokens, length, branch_reads)
-                  in enumerate(zip(planned.branches, lengths, reads.branches, strict=True)) if length]
+        every = tuple(range(len(planned.branches)))  # the common part's tokens too: decoded once, with the branches
+        pieces = [_Piece(every, common_start, common, common_reads, -1)] if common else []
+        pieces += [_Piece(seq, branch_start, tokens[:length], branch_reads, seq)
+                   for seq, (tokens, length, branch_reads)
+                   in enumerate(zip(planned.branches, lengths, reads.branches, strict=True)) if length]
         found = self._decode_packed(pieces)
-        return common_row, tuple({pos - branch_start: row for pos, row in found.get(seq, {}).items()}
-                                 for seq in range(len(planned.branches)))
+        branch_rows = tuple({pos - branch_start: row for pos, row in found.get(seq, {}).items()}
+                            for seq in range(len(planned.branches)))
+        return found.get(-1, {}).get(last_common), branch_rows
 
     def _drop_suffix(self, branches: int) -> None:
         for seq in range(1, branches):
@@ -326,8 +327,10 @@ class DecisionEngine:
             for index, (piece, i) in enumerate(window):
                 batch.token[index] = piece.tokens[i]
                 batch.pos[index] = piece.start + i
-                batch.n_seq_id[index] = 1
-                batch.seq_id[index][0] = piece.seq
+                seqs = piece.seq if isinstance(piece.seq, tuple) else (piece.seq,)
+                batch.n_seq_id[index] = len(seqs)
+                for slot, seq in enumerate(seqs):
+                    batch.seq_id[index][slot] = seq
                 batch.logits[index] = i in piece.reads
             batch.n_tokens = len(window)
             status = self._run(batch)

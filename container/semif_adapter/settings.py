@@ -50,7 +50,7 @@ SEMIF_KEYS: dict[str, str] = {
                            "/ping and /execution-parameters needs `Authorization: Bearer KEY` (for a port exposed "
                            "directly; SageMaker authenticates callers itself)",
     "SEMIF_SYSTEMONE_FRAMES": "how System One questions are worded for the model, e.g. "
-                              "`choice=name_description,noul=described,score=levels` (the measured default; "
+                              "`choice=description,noul=described,score=levels` (the measured default; "
                               "README, System One API)",
     "SEMIF_WORKERS": "decisions evaluated at once, each on a llama.cpp context of its own (default: 2 on a CPU, "
                      "1 with layers on a GPU)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 CHOICES = {
-    "choice": ("name_description", "description"),  # "Name: description" (or the name alone) / the description
+    "choice": ("description", "name_description"),  # the description (or the name alone) / "Name: description"
     "noul": ("described", "yes_no"),  # "Yes: <true outcome>" / "No: <false outcome>", or plain Yes / No
     "score": ("levels", "numbered"),  # the level's text / "<i>: <level>"
 }
@@ -14,7 +14,7 @@ CHOICES = {
 
 @dataclass(frozen=True)
 class Frames:
-    choice: str = "name_description"
+    choice: str = "description"  # measured best on both labelled sets (docs/quality/systemone.md)
     noul: str = "described"
     score: str = "levels"
 

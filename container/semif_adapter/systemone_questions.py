@@ -1,7 +1,7 @@
 """A validated System One question -> the core's `Question`: what the model reads and which answers it scores.
 
 - choice: one answer per option, under the option's name (the caller's lookup key, kept byte for byte); the model
-  reads the option's name and, when there is one, its description.
+  reads the option's description, or its name when the description is null.
 - noul: the answers "true" and "false", read as the model's yes and no, each carrying the criteria's description
   of that outcome when the question gives one; the criterion is the instructions, or, without them, the described
   outcome put as a question. p(yes) is the softmax of the two: a two-answer choice whose bias a calibration can
@@ -36,10 +36,10 @@ def _choice(question: ChoiceQuestion, frames: Frames) -> tuple[Any, tuple[Answer
     for name, description in question.criteria.items():
         if description is None:
             text = name
-        elif frames.choice == "description":
-            text = as_text(description)
-        else:
+        elif frames.choice == "name_description":
             text = f"{name}: {as_text(description)}"
+        else:
+            text = as_text(description)
         answers.append(Answer(name, text))
     return question.instructions if question.instructions is not None else "Which option applies?", tuple(answers)
 
