@@ -11,6 +11,12 @@ Ctrl-C or SIGTERM, so that boto3 works unmodified with `endpoint_url=`:
 With `--shared` they are the inference components `{prefix}-chat` and `{prefix}-decision` of ONE endpoint
 `{prefix}-models`, as `shared` hosting deploys them: invoke with `InferenceComponentName=`.
 
+With `--api-keys FILE` (lines `KEY_ID sha256:HEX`, from `python -m semif_adapter.api_keys create NAME`), System One's
+`POST /v1/systemone` and `GET /v1/models` are the API the CDK app deploys on AWS (`systemone_api`): Bearer keys, then
+the decision endpoint through the SageMaker API, the same code as on AWS:
+
+    python scripts/local_endpoints.py --port 8080 --api-keys keys.txt
+
 `SM_LLAMA_CPP_*` variables in the environment reach both containers, as the
 stack's settings reach both endpoints. Exit status: 0 after a stop signal,
 1 when a container fails, 2 for a refused setting, model or port.
@@ -32,6 +38,7 @@ if not __package__:  # `python scripts/local_endpoints.py`: run as the module of
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.exit(runpy.run_module("scripts.local_endpoints", run_name="__main__", alter_sys=True) and 0)
 
+from semif_adapter.api_keys import ApiKeys, KeysFileError
 from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
 from semif_adapter.llama_flags import FlagError, check_environment
 
@@ -45,6 +52,7 @@ from .local.endpoints import (
 from .local.gateway import create_gateway
 from .local.processes import LOOPBACK, ChildError
 from .local.serving import Stopped, ignore_stop_signals, install_stop_handlers, serve_app
+from .local.systemone_front import DEFAULT_TIMEOUT_S
 from .usage import command_parser
 
 DEFAULT_PORT = 8080
@@ -72,6 +80,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="endpoints are PREFIX-chat, PREFIX-decision")
     parser.add_argument("--shared", action="store_true",
                         help="serve both as inference components of one endpoint PREFIX-models (shared hosting)")
+    parser.add_argument("--api-keys", type=Path, metavar="FILE",
+                        help="serve System One's routes as the AWS System One API does, with the hashed keys of FILE")
+    parser.add_argument("--api-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help="with --api-keys: the API's integration timeout (systemone_api.integration_timeout_s, "
+                             "default %(default)s)")
     parser.add_argument("--log-dir", type=Path, help="container logs (default: a new temporary directory)")
     parser.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_S, metavar="SECONDS")
     return parser.parse_args(argv)
@@ -84,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         if not model.is_file():
             raise FileNotFoundError(f"{model}: model file does not exist")
         check_environment(container_env(os.environ, model))
-    except (EmbeddedModelMissingError, FileNotFoundError, FlagError) as error:
+        if args.api_keys is not None:
+            ApiKeys(str(args.api_keys))  # a keys file the front cannot read is refused now, not at the first call
+    except (EmbeddedModelMissingError, FileNotFoundError, FlagError, KeysFileError) as error:
         say(f"refused: {error}")
         return 2
     if not port_free(args.port):
@@ -100,9 +115,11 @@ def main(argv: list[str] | None = None) -> int:
             routes = gateway_routes(containers, args.prefix, shared=args.shared)
             served = [f"{name} (components {', '.join(target)})" if isinstance(target, dict) else name
                       for name, target in routes.items()]
+            api = f"; System One API with the keys of {args.api_keys}" if args.api_keys else ""
             say(f"ready in {time.monotonic() - started:.1f} s: http://{LOOPBACK}:{args.port} serves "
-                + ", ".join(served))
-            dead = serve_app(create_gateway(routes), args.port, [c.child for c in containers])
+                + ", ".join(served) + api)
+            gateway = create_gateway(routes, api_keys=args.api_keys, api_timeout_s=args.api_timeout)
+            dead = serve_app(gateway, args.port, [c.child for c in containers])
             ignore_stop_signals()
             if dead is not None:
                 say(f"failed: {dead.failure(f'exited with status {dead.process.poll()}')}")

@@ -1,9 +1,10 @@
-"""Smoke-test the chat or the decision endpoint with boto3, against AWS or the local gateway.
+"""Smoke-test the chat or the decision endpoint with boto3 (or the System One API), against AWS or locally.
 
     python -m scripts.smoke chat [--stream] --env dev            # names from the stack's outputs
     python -m scripts.smoke decision --endpoint NAME             # a named endpoint
     python -m scripts.smoke chat --stream --local [PORT]         # the local gateway (default port 8080)
     python -m scripts.smoke decision --local --shared            # the gateway's shared endpoint (components)
+    python -m scripts.smoke systemone --env api                  # the System One API, key in $TYPESAFE_API_KEY
 
 Against AWS it first waits (bounded, with a progress line) until the stack is
 settled and the endpoint is InService on the endpoint config the stack expects:
@@ -14,6 +15,8 @@ component to be InService and invokes with `InferenceComponentName`. Then it inv
 (`invoke_endpoint`, or `invoke_endpoint_with_response_stream` for `--stream`),
 checks the answer's shape, prints the latency, and exits 0. Any failure is one
 line naming the endpoint and the reason, with exit status 1 (2 for bad usage).
+`systemone` calls an environment's System One API through the official SDK with its
+`base_url` and a key (scripts/smoke_systemone.py).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ ENDPOINT_WAITING = frozenset({"Creating", "Updating", "SystemUpdating", "Rolling
 COMPONENT_WAITING = frozenset({"Creating", "Updating"})
 WAIT_TIMEOUT_S = 900.0
 POLL_INTERVAL_S = 15.0
+SYSTEMONE = "systemone"  # the environment's System One API (scripts/smoke_systemone.py)
 PREVIEW_CHARS = 120
 
 Sleep = Callable[[float], None]
@@ -347,7 +351,8 @@ def smoke_decision(runtime: Any, target: Target, payload: Mapping[str, Any]) -> 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = command_parser(__doc__, "smoke")
-    parser.add_argument("role", choices=sorted(OUTPUT_KEYS), help="which endpoint to test")
+    parser.add_argument("role", choices=[*sorted(OUTPUT_KEYS), SYSTEMONE],
+                        help="which endpoint to test (systemone: the environment's System One API)")
     where = parser.add_argument_group("which endpoint")
     where.add_argument("--stack", help="CloudFormation stack holding the endpoint names (default: APP-ENV)")
     where.add_argument("--app", help="application name of the stack (default: cdk.json's app_name)")
@@ -364,6 +369,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     where.add_argument("--prefix", default=LOCAL_PREFIX, help="with --local: endpoint name prefix")
     where.add_argument("--endpoint-url", help="SageMaker runtime URL (default: AWS's; --local: the gateway)")
     where.add_argument("--region", help="AWS region (default: with --env, its region in cdk.json; else configured)")
+    api = parser.add_argument_group("systemone")
+    api.add_argument("--api-url", help="the API's base URL (default: the stack's SystemOneApiUrl; --local: gateway)")
+    api.add_argument("--key-env", default="TYPESAFE_API_KEY", metavar="VAR",
+                     help="environment variable holding the API key (default %(default)s)")
     parser.add_argument("--payload", type=Path, help="request body (default: scripts/payloads/ROLE.json)")
     parser.add_argument("--stream", action="store_true", help="chat: invoke_endpoint_with_response_stream")
     parser.add_argument("--wait-timeout", type=float, default=WAIT_TIMEOUT_S, metavar="SECONDS")
@@ -380,6 +389,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--inference-component goes with --endpoint (the stack's outputs name the component)")
     if args.shared and not args.local:
         parser.error("--shared goes with --local (against AWS the stack's outputs say whether it is shared)")
+    if args.role == SYSTEMONE and (args.endpoint or args.inference_component):
+        parser.error("systemone calls the API, not an endpoint: name it with --api-url (or --env)")
+    if args.api_url and args.role != SYSTEMONE:
+        parser.error("--api-url goes with systemone")
     return args
 
 
@@ -410,6 +423,8 @@ def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | N
         payload = json.loads(payload_file.read_text())
     except (OSError, ValueError) as error:
         raise SmokeFailure(f"payload {payload_file}: {error}") from error
+    if args.role == SYSTEMONE:
+        return run_systemone(args, payload, session, poller)
     if args.local:
         session = session or boto3.Session(region_name=args.region or LOCAL_REGION, **LOCAL_CREDENTIALS)
         endpoint_url = args.endpoint_url or f"http://127.0.0.1:{args.port}"
@@ -425,6 +440,18 @@ def run(args: argparse.Namespace, session: Any | None = None, poller: Poller | N
     else:
         report = smoke_decision(runtime, target, payload)
     return f"{target.label}: {report}"
+
+
+def run_systemone(args: argparse.Namespace, payload: Mapping[str, Any], session: Any | None, poller: Poller) -> str:
+    """The System One API: its URL (an output of the stack), then the official SDK against it with a key."""
+    from . import smoke_systemone
+
+    key = smoke_systemone.api_key(args.key_env)
+    if not (args.api_url or args.local):
+        region = args.region or (environment_region(args.env) if not args.stack else None)
+        session = session or boto3.Session(region_name=region)
+    url = smoke_systemone.resolve_url(args, session, poller)
+    return f"{url}: {smoke_systemone.smoke_api(url, key, payload)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from .nag import HANDLER_FUNCTION, acknowledge
 
 HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
 RUNTIME = lambda_.Runtime.PYTHON_3_14  # the newest Python runtime this aws-cdk-lib knows (cdk-nag L1)
+SYSTEMONE_HANDLERS = "systemone_*"  # the System One API's functions: bundled on their own (stacks/systemone_api.py)
 
 
 class HandlerFunction(Construct):
@@ -34,7 +35,7 @@ class HandlerFunction(Construct):
             self, "Function",
             runtime=RUNTIME,
             handler=handler,
-            code=lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["__pycache__", "*.pyc"]),
+            code=lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["__pycache__", "*.pyc", SYSTEMONE_HANDLERS]),
             description=description,
             timeout=Duration.seconds(timeout_s),
             memory_size=256,

@@ -3,7 +3,8 @@ constructs (the CodeBuild project's role, the Provider framework's functions and
 
 - Every service trust policy names the account (and, where the service sets it, the source resource ARN) that
   may make the service assume the role: `aws:SourceAccount` / `aws:SourceArn` against confused deputies. A
-  role trusting a service that is not in `SOURCE_ARNS` fails the synth, so a new one cannot slip in unconfined.
+  role trusting a service that is not in `SOURCE_ARNS` (or, with its reason, `UNCONFINED`) fails the synth, so a new
+  one cannot slip in unconfined.
 - The Provider waiter's state machine role gets CloudWatch Logs' delivery actions on `*` (they have no
   resource-level permissions) but also `logs:CreateLogStream`/`logs:PutLogEvents` on `*`: those two are
   scoped to the state machine's own log group here.
@@ -25,6 +26,12 @@ SOURCE_ARNS: dict[str, tuple[str, str, str | None, ArnFormat] | None] = {
     "codebuild.amazonaws.com": ("codebuild", "project", "*", ArnFormat.SLASH_RESOURCE_NAME),
     "states.amazonaws.com": ("states", "stateMachine", "*", ArnFormat.COLON_RESOURCE_NAME),
     "lambda.amazonaws.com": None,
+}
+# Services that assume a role with no documented confused-deputy key: left unconditioned, each with the reason (a
+# condition the service does not set would stop it).
+UNCONFINED = {
+    "apigateway.amazonaws.com": "API Gateway's CloudWatch Logs role is one per account and region, assumed for every "
+                                "API there; API Gateway documents no aws:SourceAccount or aws:SourceArn for it",
 }
 STREAM_ACTIONS = frozenset({"logs:CreateLogStream", "logs:PutLogEvents"})
 WAITER = "waiter-state-machine"
@@ -50,6 +57,8 @@ def confine_service_trust(scope: IConstruct) -> None:
         role = node.node.default_child
         assert isinstance(role, iam.CfnRole)
         principal = _service_principal(stack.resolve(role.assume_role_policy_document))
+        if principal in UNCONFINED:
+            continue
         if principal not in SOURCE_ARNS:
             raise ValueError(f"{node.node.path}: no confused-deputy condition known for {principal}; add it to "
                              "stacks/iam_hardening.SOURCE_ARNS")

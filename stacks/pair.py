@@ -1,5 +1,6 @@
 """The chat + decision pair as one construct, for any CDK app: the model artifact, the decision image build, the
-two models in their hosting mode, and what operates them (keys, alarm topic, dashboard, batch locations).
+two models in their hosting mode, and what operates them (keys, alarm topic, dashboard, batch locations), with the
+System One API in front of the decision model where the environment turns it on.
 
 Its props are typed and validated, and need no cdk.json: `DecisionEndpointPairProps.build(...)` takes the app's
 name, an environment name and an `Environment` (the same pydantic model cdk.json's environments are parsed into,
@@ -45,6 +46,7 @@ from .model_artifact import ModelArtifact
 from .nag import acknowledge_inline_policies
 from .notifications import AlarmTopic
 from .shared_endpoint import SharedEndpoint
+from .systemone_api import SystemOneApiFront
 from .timeouts import derive_timeouts
 from .vpc_endpoints import VpcEndpoints
 
@@ -154,6 +156,12 @@ class DecisionEndpointPair(Construct):
             self.batch.grant(decision.policy)
         self.dashboard = OperationsDashboard(self, "Operations", name=deployment.stack_name, models=self.endpoints,
                                              shared=self.shared, gpu=env.accelerator == "gpu")
+        self.systemone_api: SystemOneApiFront | None = None
+        if env.systemone_api is not None:
+            self.systemone_api = SystemOneApiFront(
+                self, "SystemOneApi", deployment=deployment, settings=env.systemone_api, decision=decision,
+                key=self.data_key, log_settings=log_settings, alarm_topic=self.alarm_topic)
+            self.dashboard.dashboard.add_widgets(*self.systemone_api.ops.widgets())
         confine_service_trust(self)
         scope_waiter_logging(self)
         acknowledge_inline_policies(self)

@@ -59,6 +59,18 @@ class SemifStack(Stack):
                       description="Batch Transform output prefix")
             CfnOutput(self, "BatchInstanceType", value=self.batch.settings.instance_type,
                       description="the instance type validated for transform jobs of this decision model")
+        api = self.pair.systemone_api
+        if api is not None:
+            env = self.deployment.env_name
+            CfnOutput(self, "SystemOneApiUrl", value=api.url,
+                      description=f"the System One SDK's base_url (semif smoke systemone --env {env})")
+            CfnOutput(self, "SystemOneApiId", value=api.api.rest_api_id, description="the System One API")
+            CfnOutput(self, "SystemOneApiUsagePlanId", value=api.usage_plan.usage_plan_id,
+                      description=f"every key's usage plan (semif keys create {env} NAME)")
+            CfnOutput(self, "SystemOneApiKeysPath", value=api.keys_path,
+                      description="SSM path of the API's hashed keys (one SecureString per key)")
+            CfnOutput(self, "SystemOneApiKeysKeyArn", value=api.key.key_arn,
+                      description="the KMS key the API's keys are encrypted with")
         CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic.topic_arn,
                   description="every alarm of this environment notifies this topic")
         CfnOutput(self, "ModelDataUrl", value=self.artifact.s3_url, description="model.tar.gz both endpoints load")

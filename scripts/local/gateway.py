@@ -15,7 +15,9 @@ SageMaker does, refuses a request without one or naming a component it does not 
 On the same port `POST /` with `X-Amz-Target: SageMaker.<Operation>` reaches the control-plane reads that SDKs make
 before invoking (`DescribeEndpoint` and a few more: `control_plane`), so one endpoint URL serves both services.
 `POST /v1/systemone` and `GET /v1/models` (System One, not part of the AWS API) reach the decision container's own
-routes (`systemone_door`), so the official System One SDK works with `base_url=` the gateway.
+routes (`systemone_door`), so the official System One SDK works with `base_url=` the gateway; with a keys file
+(`api_keys`) they are instead the System One API the CDK app deploys on AWS (`systemone_front`: Bearer keys, then
+InvokeEndpoint through this gateway's own SageMaker API, the same code as the API's Lambda functions).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 from starlette.applications import Starlette
@@ -44,6 +47,7 @@ from .sagemaker_errors import (
     request_id,
 )
 from .systemone_door import MODELS_PATH, SYSTEMONE_PATH, decision_door, forward
+from .systemone_front import DEFAULT_TIMEOUT_S, LocalFront
 
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 COMPONENT_HEADER = "x-amzn-sagemaker-inference-component"  # boto3's InferenceComponentName
@@ -108,12 +112,14 @@ class Target:
 class Gateway:
     """Routes SageMaker runtime calls to container base URLs by endpoint name (and inference component)."""
 
-    def __init__(self, containers: Routes, decision: str | None = None) -> None:
+    def __init__(self, containers: Routes, decision: str | None = None, api_keys: Path | None = None,
+                 api_timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.routes = {name: target if isinstance(target, str) else dict(target)
                        for name, target in containers.items()}
         self.client = httpx.AsyncClient(timeout=CONTAINER_TIMEOUT)
         self.control_plane = ControlPlane(self.routes)
         self.decision = decision_door(self.containers, decision)
+        self.front = LocalFront(api_keys, self.decision, timeout_s=api_timeout_s) if api_keys is not None else None
 
     @property
     def containers(self) -> dict[str, str]:
@@ -242,9 +248,12 @@ class Gateway:
         return JSONResponse({"endpoints": statuses}, status_code=200 if healthy else 503)
 
     async def systemone(self, request: Request) -> Response:
-        """System One's routes: the decision container's own answer (`systemone_door.forward`)."""
+        """System One's routes: the decision container's own answer (`systemone_door.forward`), or the front's."""
         started = time.monotonic()
-        response = await forward(self.client, self.decision, request)
+        if self.front is not None:
+            response = await self.front.answer(request)
+        else:
+            response = await forward(self.client, self.decision, request)
         _log(self.decision.label or "-", f"{request.method} {request.url.path}", str(response.status_code), started)
         return response
 
@@ -262,8 +271,11 @@ class Gateway:
                               f"GET /v1/models).")
 
 
-def create_gateway(containers: Routes, decision: str | None = None) -> Starlette:
+def create_gateway(containers: Routes, decision: str | None = None, api_keys: Path | None = None,
+                   api_timeout_s: float = DEFAULT_TIMEOUT_S) -> Starlette:
     """The gateway app; `containers` maps endpoint names to container base URLs, or to `{component: URL}` for an
     endpoint that hosts inference components. `decision` (an endpoint, or `endpoint/component`) answers System One;
-    by default the one named for the decision role (`{prefix}-decision`, see `systemone_door.decision_door`)."""
-    return Gateway(containers, decision).app()
+    by default the one named for the decision role (`{prefix}-decision`, see `systemone_door.decision_door`).
+    `api_keys` (a keys file) puts the System One API's front on System One's routes (`systemone_front`), with
+    `api_timeout_s` as its integration timeout."""
+    return Gateway(containers, decision, api_keys, api_timeout_s).app()

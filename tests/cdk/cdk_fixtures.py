@@ -4,7 +4,7 @@ import them): each is synthesized once per test process, in process, with cdk-na
 from __future__ import annotations
 
 import pytest
-from cdk_support import OPTIONAL_FEATURES, SCALED_SHARING, Synth, shared_synth
+from cdk_support import API_SERVERLESS, API_SHARED, OPTIONAL_FEATURES, SCALED_SHARING, Synth, shared_synth
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +39,21 @@ def serverless(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def scaled_sharing(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """`shared` with managed instance scaling, copy autoscaling and rolling updates with rollback alarms."""
     return shared_synth("scaled-sharing", tmp_path_factory, "shared", SCALED_SHARING)
+
+
+@pytest.fixture(scope="session")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The shipped `api` environment: dev's endpoints with the System One API in front (quota, WAF, per-key limits)."""
+    return shared_synth("api", tmp_path_factory, "api")
+
+
+@pytest.fixture(scope="session")
+def api_shared(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """`shared` with the System One API in front of the decision model's inference component."""
+    return shared_synth("api-shared", tmp_path_factory, "shared", API_SHARED)
+
+
+@pytest.fixture(scope="session")
+def api_serverless(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """`serverless` with the System One API on a custom domain, no account logging role, WAF off."""
+    return shared_synth("api-serverless", tmp_path_factory, "serverless", API_SERVERLESS)

@@ -57,6 +57,19 @@ SCALED_SHARING: dict[str, Any] = {
                                                                   "target_invocations_per_copy": 200}}},
 }
 
+# The System One API in the two hosting modes the shipped `api` environment (dedicated) does not show: on the shared
+# endpoint's inference component (with quota, WAF with managed rules only); serverless with a custom domain, its alias
+# record, no account logging role, WAF off, a longer timeout and a smaller body limit.
+CERTIFICATE_ARN = "arn:aws:acm:us-east-1:123456789012:certificate/0b1c2d3e-0000-4000-8000-0123456789ab"
+API_SHARED: dict[str, Any] = {"systemone_api": {
+    "throttle": {"rate_per_s": 2.5, "burst": 5}, "quota": {"requests": 5000, "period": "DAY"},
+    "authorizer_cache_s": 0, "waf": {"enabled": True}}}
+API_SERVERLESS: dict[str, Any] = {"systemone_api": {
+    "integration_timeout_s": 60, "max_body_bytes": 1_048_576, "account_logging_role": False,
+    "alarms": {"latency_p90_ms": 45000, "client_error_rate": 0.5, "min_requests": 50},
+    "domain": {"name": "decisions.example.com", "certificate_arn": CERTIFICATE_ARN,
+               "hosted_zone_id": "Z0123456789ABCDEFGHIJ", "hosted_zone_name": "example.com"}}}
+
 
 def merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """Deep-merge `changes` into a copy of `base`; a value of None deletes the key."""

@@ -1,5 +1,5 @@
-"""The real CDK CLI, offline and without credentials, for every shipped environment (one of each hosting mode);
-then cfn-lint on the templates.
+"""The real CDK CLI, offline and without credentials, for every shipped environment (one of each hosting mode, and
+`api` with the System One API); then cfn-lint on the templates.
 
 This is the one place where aws-cdk-lib's built-in CloudFormation validation stays on (it catches bad instance
 types and counts against the resource schemas), exactly as `cdk synth` / `cdk deploy` run it for users.
@@ -20,7 +20,7 @@ import pytest
 from stacks.build import REPO_ROOT
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
-ENVIRONMENTS = ("dev", "prod", "shared", "serverless")  # an environment of each hosting mode
+ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api")  # each hosting mode, and the System One API
 SYNTH_TIMEOUT_S = 300
 
 
@@ -64,6 +64,7 @@ EXPECTED_ENDPOINTS = {
     "prod": {"semif-prod-chat", "semif-prod-decision"},
     "shared": {"semif-shared-models"},
     "serverless": {"semif-serverless-chat", "semif-serverless-decision-serverless"},
+    "api": {"semif-api-chat", "semif-api-decision"},
 }
 
 
@@ -88,5 +89,5 @@ def test_cfn_lint_is_clean_on_every_template(templates: dict[str, Path]) -> None
 def test_cli_refuses_an_unknown_environment_by_name(tmp_path: Path) -> None:
     result = cdk_synth("staging", tmp_path)
     assert result.returncode != 0
-    assert ("env: unknown environment 'staging'; cdk.json defines ['dev', 'prod', 'serverless', 'shared']"
+    assert ("env: unknown environment 'staging'; cdk.json defines ['api', 'dev', 'prod', 'serverless', 'shared']"
             in result.stderr)

@@ -10,6 +10,6 @@ CDK_TESTS = Path(__file__).resolve().parent.parent / "cdk"
 if str(CDK_TESTS) not in sys.path:
     sys.path.insert(0, str(CDK_TESTS))
 
-from cdk_fixtures import dev, prod, serverless, shared, variant  # noqa: E402
+from cdk_fixtures import api, dev, prod, serverless, shared, variant  # noqa: E402
 
-__all__ = ["dev", "prod", "serverless", "shared", "variant"]
+__all__ = ["api", "dev", "prod", "serverless", "shared", "variant"]
