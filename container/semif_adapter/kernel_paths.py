@@ -6,7 +6,9 @@ instance family this toolkit deploys to has (the DLC's CPU image dispatches its 
 
 - `ggml-cpu/repack.cpp` re-lays weights at load into interleaved blocks for Q4_0, Q4_K, IQ4_NL and MXFP4
   (tensors whose row count is a multiple of 8; Q2_K too, with AVX-512). Q8_0, Q5_K and Q6_K are repacked only
-  on arm64 (NEON dot-product / i8mm), which the DLC images this toolkit deploys are not.
+  on arm64 (NEON dot-product / i8mm), which the DLC images this toolkit deploys are not. The decision adapter
+  loads with repacking off (`use_extra_bufts`): the repacked GEMM and its GEMV tail round differently, so a
+  token's numbers would depend on its place in the batch. Only the tiled types count as fast for it.
 - `ggml-cpu/llamafile/sgemm.cpp` (tinyBLAS, on by default) tiles batches of two or more tokens for F32, F16,
   BF16, Q8_0, Q4_0, Q5_0 and IQ4_NL.
 - Every other type (Q4_1, Q5_1, Q2_K..Q6_K apart from Q4_K, IQ4_XS, the IQ1-IQ3 types) runs the generic
@@ -26,9 +28,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-CPU_REPACKED = frozenset({"q4_0", "q4_K", "iq4_nl", "mxfp4"})
 CPU_TILED = frozenset({"f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "iq4_nl"})
-CPU_FAST = CPU_REPACKED | CPU_TILED
+CPU_FAST = CPU_TILED  # the adapter turns repacking off: batch-invariant numbers (see above)
 GPU_FAST = frozenset({"q1_0", "q2_0", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K",
                       "q6_K", "iq1_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq4_xs", "iq4_nl",
                       "mxfp4", "nvfp4", "f32", "f16", "bf16"})
@@ -105,8 +106,8 @@ class KernelReport:
             return None
         types = ", ".join(f"{name.upper()} {size / 2**20:.0f} MiB" for name, size in sorted(self.slow_bytes.items()))
         if self.accelerator == "cpu":
-            return (f"{self.slow_share:.0%} of the weights ({types}) are in types with no repacked or tiled CPU "
-                    "kernel in this llama.cpp on x86-64; Q8_0, Q4_0, Q4_K or IQ4_NL have one "
+            return (f"{self.slow_share:.0%} of the weights ({types}) are in types with no tiled CPU kernel in this "
+                    "llama.cpp on x86-64 (the decision adapter does not repack); Q8_0, Q4_0 or IQ4_NL have one "
                     "(convert with --convert TYPE / model.convert, and check the agreement it prints)")
         return (f"{self.slow_share:.0%} of the weights ({types}) are in types llama.cpp's CUDA backend has no "
                 "quantized kernel for")

@@ -148,6 +148,10 @@ class LlamaRuntime:
         except (OSError, GGUFHeaderError) as error:
             raise RuntimeStartError(f"{model_path}: {error}") from error
         model_params = llama_cpp.llama_model_default_params()
+        # Repacked CPU weights (Q4_0, Q4_K, IQ4_NL, MXFP4) run a 4-row GEMM kernel and a GEMV one for a batch's
+        # remainder rows, which round differently: a token's numbers would then hang on where it falls in its
+        # batch, so on cached prefixes and on the other options decoded beside it. Off: every row takes one path.
+        model_params.use_extra_bufts = False
         if settings.n_gpu_layers is not None:
             model_params.n_gpu_layers = settings.n_gpu_layers
         self.model = llama_cpp.llama_model_load_from_file(str(model_path).encode(), model_params)

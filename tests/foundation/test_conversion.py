@@ -49,7 +49,7 @@ def test_the_kernel_warning_names_the_slow_types_per_accelerator(tmp_path: Path)
     cpu = kernel_report(path, "cpu")
     assert cpu.slow_bytes == {"q4_1": 1280} and cpu.slow_share == pytest.approx(1280 / (1280 + 512))
     warning = cpu.warning()
-    assert warning is not None and "71% of the weights (Q4_1" in warning and "Q8_0, Q4_0, Q4_K or IQ4_NL" in warning
+    assert warning is not None and "71% of the weights (Q4_1" in warning and "Q8_0, Q4_0 or IQ4_NL" in warning
     assert kernel_report(path, "gpu").warning() is None  # CUDA has quantized kernels for Q4_1
     assert KernelReport("cpu", {"q8_0": 900, "q6_K": 100}).warning() is None  # a small odd share is no reason
     assert KernelReport("gpu", {"tq2_0": 10}).warning() is not None
