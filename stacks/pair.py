@@ -26,13 +26,13 @@ from .config.deployment import Deployment
 from .config.environment import LOG_RETENTION_DAYS, EnvironmentSettings
 from .config.kinds import ENDPOINT_KINDS, EndpointKind
 from .endpoints.common import INVOKE_ACTIONS
+from .endpoints.dashboard import OperationsDashboard, add_warning_rate_alarm
 from .endpoints.llama_endpoint import EndpointProps, Hosting, ImageSource, LlamaEndpoint
 from .endpoints.shared_endpoint import SharedHostingEndpoint
 from .endpoints.timeouts import derive_timeouts
 from .image.decision_image import CONTAINER_DIR, DecisionImage
 from .image.dlc import DlcRegistry
 from .operations.batch_transform import BatchLocations
-from .operations.dashboard import OperationsDashboard, add_warning_rate_alarm
 from .operations.data_bucket import CAPTURE, DataBucket
 from .operations.logs import LogSettings, allow_cloudwatch_logs
 from .operations.notifications import AlarmTopic
@@ -92,6 +92,7 @@ class DecisionEndpointPair(Construct):
                                    accelerator=settings.accelerator, key=self.build_key,
                                    build=settings.image_build, log_settings=log_settings,
                                    instance_types=settings.decision_instance_types())
+        assert self.image.project.role is not None  # CodeBuild projects get a role unless given one
         deny_key_use(self.data_key, self.image.project.role, "TheImageBuildNeverUsesThisKey")
         if settings.vpc is not None and settings.vpc.vpc_endpoints is not None:
             self.vpc_endpoints = VpcServiceEndpoints(self, "VpcEndpoints", vpc=settings.vpc)

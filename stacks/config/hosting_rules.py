@@ -205,7 +205,7 @@ def _check_placement(settings: EnvironmentSettings) -> Problems:
     return problems
 
 
-def _summary(components: dict[str, Component | None], *, initial: bool) -> str:
+def _summary(components: dict[EndpointKind, Component | None], *, initial: bool) -> str:
     parts = []
     for kind, comp in components.items():
         if comp is None:

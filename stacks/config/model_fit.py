@@ -9,9 +9,9 @@ from __future__ import annotations
 from semif_adapter.prefix_cache import MIN_RESERVE_BYTES
 
 from .container_keys import CONTEXT_EXTENSION_KEYS, CTX_SIZE_KEY, GPU_LAYERS_KEY
-from .decision_memory import MIB, check_decision_memory
+from .decision_memory import check_decision_memory
 from .environment import EnvironmentSettings
-from .instances import GIB, InstanceCapacity, instance_capacity
+from .instances import GIB, MIB, InstanceCapacity, instance_capacity
 from .kinds import ENDPOINT_KINDS
 from .problems import Problems
 

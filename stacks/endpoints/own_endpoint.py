@@ -44,6 +44,8 @@ def own_endpoint(scope: Construct, *, endpoint_name: str, model: sagemaker.CfnMo
                  log_group: logs.ILogGroup) -> OwnEndpoint:
     """The endpoint config and endpoint of `model` under `scope`, and its autoscaling."""
     serverless_config = settings.serverless if serverless else None
+    key_arn: str | None
+    key_reason: str | None
     if serverless_config is not None:
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=VARIANT_NAME, model_name=model.attr_model_name,

@@ -17,9 +17,9 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from ..config.kinds import EndpointKind
-from ..endpoints.common import COMPONENT_METRICS_NAMESPACE, INSTANCE_METRICS_NAMESPACE, VARIANT_NAME
-from ..endpoints.llama_endpoint import LlamaEndpoint
-from ..endpoints.shared_endpoint import SharedHostingEndpoint
+from .common import COMPONENT_METRICS_NAMESPACE, INSTANCE_METRICS_NAMESPACE, VARIANT_NAME
+from .llama_endpoint import LlamaEndpoint
+from .shared_endpoint import SharedHostingEndpoint
 
 ADAPTER_NAMESPACE = "SemIf/Adapter"
 SCORING_METHODS = ("letters", "likelihood", "pmi")  # values of the adapter's Scoring dimension
@@ -106,8 +106,9 @@ def shared_widgets(shared: SharedHostingEndpoint, gpu: bool) -> list[cloudwatch.
 def adapter_widgets(endpoint_name: str) -> list[cloudwatch.IWidget]:
     """The decision adapter's own metrics (EMF): what the decisions were like, not only how many."""
 
-    def metric(name: str, statistic: str = "Sum", **options: str) -> cloudwatch.Metric:
-        return adapter_metric(endpoint_name, name, statistic, **options)
+    def metric(name: str, statistic: str = "Sum", *, label: str | None = None,
+               scoring: str | None = None) -> cloudwatch.Metric:
+        return adapter_metric(endpoint_name, name, statistic, label=label, scoring=scoring)
 
     return [
         _graph("decisions: count and warnings", [metric("Decisions", label="decisions"),
