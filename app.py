@@ -7,8 +7,8 @@ import sys
 
 from aws_cdk import App
 
-from stacks.build import build_app
-from stacks.config import ConfigError
+from stacks.cdk_app import build_app
+from stacks.config.problems import ConfigError
 
 
 def main() -> int:

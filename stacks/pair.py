@@ -3,55 +3,47 @@ two models in their hosting mode, and what operates them (keys, alarm topic, das
 System One API in front of the decision model where the environment turns it on.
 
 Its props are typed and validated, and need no cdk.json: `DecisionEndpointPairProps.build(...)` takes the app's
-name, an environment name and an `Environment` (the same pydantic model cdk.json's environments are parsed into,
-built in code), checks the rules that span several keys (ConfigError naming them, as `cdk synth` does), and
-prepares the model artifact. The app of this repository fills the same props from cdk.json (stacks/build.py).
+name, an environment name and an `EnvironmentSettings` (the same pydantic model cdk.json's environments are parsed
+into, built in code) and runs the app's own preparation (stacks/prepare.py: validate, prepare the model artifact,
+check the fit; ConfigError names the key, as `cdk synth` does). The app of this repository fills the same props
+from cdk.json (stacks/cdk_app.py). `grant_invoke` lets a role of the app call the models.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from .artifact_source import Artifact, ArtifactCache, LocalArtifact, container_model_path, prepare_artifact
-from .batch_transform import BatchLocations
-from .config import (
-    CALIBRATION_KEY,
-    ENDPOINT_KINDS,
-    ENDPOINT_NAME_KEY,
-    LOG_RETENTION_DAYS,
-    MAX_BODY_KEY,
-    MODEL_SHA256_KEY,
-    ConfigError,
-    Deployment,
-    EndpointKind,
-    Environment,
-    check_environment,
-    check_model_fit,
-)
-from .dashboard import OperationsDashboard, add_warning_rate_alarm
-from .data_bucket import CAPTURE, DataBucket
-from .decision_image import CONTAINER_DIR, DecisionImage
-from .dlc import DlcRegistry
-from .hosting import decision_body_limit, warning_rate
-from .iam_hardening import confine_service_trust, scope_waiter_logging
-from .keys import account_key, deny_key_use
-from .llama_endpoint import EndpointProps, Hosting, ImageSource, LlamaEndpoint
-from .log_groups import LogSettings, allow_cloudwatch_logs
-from .model_artifact import ModelArtifact
-from .nag import acknowledge_inline_policies
-from .notifications import AlarmTopic
-from .shared_endpoint import SharedEndpoint
-from .systemone_api import SystemOneApiFront
-from .timeouts import derive_timeouts
-from .vpc_endpoints import VpcEndpoints
+from .artifact.model_artifact import ModelArtifact
+from .artifact.source import Artifact, ArtifactCache, LocalArtifact, container_model_path
+from .config.container_env import container_env
+from .config.deployment import Deployment
+from .config.environment import LOG_RETENTION_DAYS, EnvironmentSettings
+from .config.kinds import ENDPOINT_KINDS, EndpointKind
+from .endpoints.common import INVOKE_ACTIONS
+from .endpoints.dashboard import OperationsDashboard, add_warning_rate_alarm
+from .endpoints.llama_endpoint import EndpointProps, Hosting, ImageSource, LlamaEndpoint
+from .endpoints.shared_endpoint import SharedHostingEndpoint
+from .endpoints.timeouts import derive_timeouts
+from .image.decision_image import CONTAINER_DIR, DecisionImage
+from .image.dlc import DlcRegistry
+from .operations.batch_transform import BatchLocations
+from .operations.data_bucket import CAPTURE, DataBucket
+from .operations.logs import LogSettings, allow_cloudwatch_logs
+from .operations.notifications import AlarmTopic
+from .prepare import prepare
+from .security.iam_hardening import confine_service_trust, scope_waiter_logging
+from .security.keys import account_key, deny_key_use
+from .security.nag import acknowledge_inline_policies
+from .security.vpc_endpoints import VpcServiceEndpoints
+from .systemone_api.front import SystemOneApiFront
 
 CONSTRUCT_IDS: dict[EndpointKind, str] = {"chat": "Chat", "decision": "Decision"}
-THREADS_KEY = "SM_LLAMA_CPP_THREADS"
 
 
 @dataclass(frozen=True)
@@ -65,65 +57,63 @@ class DecisionEndpointPairProps:
     container_dir: Path = CONTAINER_DIR
 
     @classmethod
-    def build(cls, *, app_name: str, env_name: str, settings: Environment, cache_dir: Path,
+    def build(cls, *, app_name: str, environment_name: str, settings: EnvironmentSettings, cache_dir: Path,
               container_dir: Path = CONTAINER_DIR, base_dir: Path | None = None) -> DecisionEndpointPairProps:
         """Validated props from settings made in code (ConfigError names the key, relative to `settings`);
         `cache_dir` keeps the packaged model between synths; relative model paths resolve against `base_dir`."""
-        problems = check_environment(settings)
-        if problems:
-            raise ConfigError(problems)
-        artifact = prepare_artifact(settings.model, key="model", base_dir=base_dir or Path.cwd(),
-                                    cache=ArtifactCache(cache_dir))
-        problems = check_model_fit(settings, model_bytes=artifact.model_bytes, context_length=artifact.context_length)
-        if problems:
-            raise ConfigError(problems)
-        return cls(Deployment(app_name=app_name, env_name=env_name, env=settings), artifact, container_dir)
+        deployment = Deployment(app_name=app_name, environment_name=environment_name, settings=settings)
+        artifact = prepare(deployment, prefix="", base_dir=base_dir or Path.cwd(), cache=ArtifactCache(cache_dir))
+        return cls(deployment, artifact, container_dir)
 
 
 class DecisionEndpointPair(Construct):
     """The chat endpoint (the stock llama.cpp DLC) and the decision endpoint (the SemIf child image) of one model.
 
-    Endpoint names are `{app}-{env}-chat` and `{app}-{env}-decision` (or the shared/serverless names of their
-    hosting mode); `endpoints`, `image`, `artifact`, `alarm_topic` and `dashboard` are there to build on.
+    Endpoint names are `{app}-{environment}-chat` and `{app}-{environment}-decision` (or the shared/serverless names
+    of their hosting mode); `endpoints`, `image`, `artifact`, `alarm_topic` and `dashboard` are there to build on.
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: DecisionEndpointPairProps) -> None:
         super().__init__(scope, construct_id)
         deployment, artifact, container_dir = props.deployment, props.artifact, props.container_dir
-        env = deployment.env
+        settings = deployment.settings
         self.deployment = deployment
-        # Two keys (stacks/keys.py): the build's, and the one for data the build must never read.
+        # Two keys (stacks/security/keys.py): the build's, and the one for data the build must never read.
         self.build_key = account_key(self, "Key", description=f"{deployment.stack_name}: decision image "
                                                               "repository and its build")
         self.data_key = account_key(self, "DataKey", description=f"{deployment.stack_name}: logs, captured "
                                                                  "request data, endpoint volumes")
         allow_cloudwatch_logs(self.data_key)
-        log_settings = LogSettings(logs.RetentionDays[LOG_RETENTION_DAYS[env.log_retention_days]], self.data_key)
-        self.registry = DlcRegistry.for_region(env.region, env.dlc_image)
+        log_settings = LogSettings(logs.RetentionDays[LOG_RETENTION_DAYS[settings.log_retention_days]],
+                                   self.data_key)
+        self.registry = DlcRegistry.for_region(settings.region, settings.dlc_image)
         self.artifact = ModelArtifact(self, "ModelArtifact", artifact=artifact, log_settings=log_settings)
         self.image = DecisionImage(self, "DecisionImage", context_dir=container_dir, registry=self.registry,
-                                   accelerator=env.accelerator, key=self.build_key, build=env.image_build,
-                                   log_settings=log_settings, instance_types=env.decision_instance_types())
+                                   accelerator=settings.accelerator, key=self.build_key,
+                                   build=settings.image_build, log_settings=log_settings,
+                                   instance_types=settings.decision_instance_types())
+        assert self.image.project.role is not None  # CodeBuild projects get a role unless given one
         deny_key_use(self.data_key, self.image.project.role, "TheImageBuildNeverUsesThisKey")
-        if env.vpc is not None and env.vpc.vpc_endpoints is not None:
-            self.vpc_endpoints = VpcEndpoints(self, "VpcEndpoints", vpc=env.vpc)
-        capture = any(env.endpoint(kind).data_capture for kind in ENDPOINT_KINDS)
+        if settings.vpc is not None and settings.vpc.vpc_endpoints is not None:
+            self.vpc_endpoints = VpcServiceEndpoints(self, "VpcEndpoints", vpc=settings.vpc)
+        capture = any(settings.endpoint(kind).data_capture for kind in ENDPOINT_KINDS)
         self.capture = DataBucket(self, "DataCapture", key=self.data_key, holding=CAPTURE) if capture else None
         self.alarm_topic = AlarmTopic(self, "Alarms", stack_name=deployment.stack_name, key=self.data_key,
-                                      notifications=env.notifications)
-        inference_ami = env.inference_ami_version if env.accelerator == "gpu" else None
-        self.shared: SharedEndpoint | None = None
-        if env.shared:
-            assert env.shared_endpoint is not None  # config: required for shared hosting
-            self.shared = SharedEndpoint(
-                self, "Shared", endpoint_name=deployment.shared_endpoint_name, settings=env.shared_endpoint,
+                                      notifications=settings.notifications)
+        inference_ami = settings.inference_ami_version if settings.accelerator == "gpu" else None
+        self.shared: SharedHostingEndpoint | None = None
+        if settings.shared:
+            assert settings.shared_endpoint is not None  # config: required for shared hosting
+            self.shared = SharedHostingEndpoint(
+                self, "Shared", endpoint_name=deployment.shared_endpoint_name, settings=settings.shared_endpoint,
                 key=self.data_key, log_settings=log_settings, inference_ami_version=inference_ami,
-                network_isolation=env.network_isolation, vpc=env.vpc, artifact=self.artifact)
+                network_isolation=settings.network_isolation, vpc=settings.vpc,
+                read_model=self.artifact.read_statements())
 
         timeouts = derive_timeouts(artifact.model_bytes,
                                    artifact.tarball_bytes if isinstance(artifact, LocalArtifact) else None)
         images = {
-            "chat": ImageSource(uri=self.registry.image_uri(env.accelerator),
+            "chat": ImageSource(uri=self.registry.image_uri(settings.accelerator),
                                 repository_arn=self.registry.repository_arn),
             "decision": ImageSource(uri=self.image.image_uri, repository_arn=self.image.repository.repository_arn),
         }
@@ -132,59 +122,44 @@ class DecisionEndpointPair(Construct):
             self.endpoints[kind] = LlamaEndpoint(self, CONSTRUCT_IDS[kind], EndpointProps(
                 image=images[kind],
                 artifact=self.artifact,
-                environment=self.container_environment(kind, artifact),
-                settings=env.endpoint(kind),
-                hosting=Hosting(mode=env.hosting_of(kind), endpoint_name=deployment.endpoint_name(kind),
+                container_env=container_env(settings, kind, endpoint_name=deployment.endpoint_name(kind),
+                                            model_path=container_model_path(artifact),
+                                            model_sha256=artifact.model_sha256),
+                settings=settings.endpoint(kind),
+                hosting=Hosting(mode=settings.hosting_of(kind), endpoint_name=deployment.endpoint_name(kind),
                                 component_name=deployment.component_name(kind), shared=self.shared,
-                                network_isolation=env.network_isolation_for(kind)),
+                                network_isolation=settings.network_isolation_for(kind)),
                 timeouts=timeouts,
                 key=self.data_key,
                 log_settings=log_settings,
                 alarm_topic=self.alarm_topic,
                 inference_ami_version=inference_ami,
-                vpc=env.vpc,
+                vpc=settings.vpc,
                 capture_bucket=self.capture.bucket if self.capture else None,
             ))
             if self.shared is not None:
-                self.shared.admit(self.endpoints[kind])
+                self.shared.admit(CONSTRUCT_IDS[kind], self.endpoints[kind].pull_and_log_statements())
         decision = self.endpoints["decision"]
-        add_warning_rate_alarm(decision, warning_rate(env))
+        add_warning_rate_alarm(decision)
         self.batch: BatchLocations | None = None
-        if env.decision.batch_transform is not None:
+        if settings.decision.batch_transform is not None:
             self.batch = BatchLocations(self, "BatchTransform", key=self.data_key,
-                                        settings=env.decision.batch_transform)
+                                        settings=settings.decision.batch_transform)
             self.batch.grant(decision.policy)
         self.dashboard = OperationsDashboard(self, "Operations", name=deployment.stack_name, models=self.endpoints,
-                                             shared=self.shared, gpu=env.accelerator == "gpu")
+                                             shared=self.shared, gpu=settings.accelerator == "gpu")
         self.systemone_api: SystemOneApiFront | None = None
-        if env.systemone_api is not None:
+        if settings.systemone_api is not None:
             self.systemone_api = SystemOneApiFront(
-                self, "SystemOneApi", deployment=deployment, settings=env.systemone_api, decision=decision,
+                self, "SystemOneApi", deployment=deployment, settings=settings.systemone_api, decision=decision,
                 key=self.data_key, log_settings=log_settings, alarm_topic=self.alarm_topic)
             self.dashboard.dashboard.add_widgets(*self.systemone_api.ops.widgets())
         confine_service_trust(self)
         scope_waiter_logging(self)
         acknowledge_inline_policies(self)
 
-    def container_environment(self, kind: EndpointKind, artifact: Artifact) -> dict[str, str]:
-        """One SM_LLAMA_CPP_* map for both (plus overrides), the model path pinned, adapter settings."""
-        env, deployment = self.deployment.env, self.deployment
-        environment = {**env.llama_env_for(kind), "SM_LLAMA_CPP_MODEL": container_model_path(artifact)}
-        component = env.endpoint(kind).component
-        if env.hosting_of(kind) == "shared" and component is not None:
-            # Two llama.cpp processes share the instance: each uses the cores its copy reserves, not every core
-            # of the machine (its spinning threads would slow the other down).
-            environment.setdefault(THREADS_KEY, str(max(1, math.ceil(component.cpu_cores))))
-        if kind == "decision":
-            environment.update(env.decision.env)
-            environment[ENDPOINT_NAME_KEY] = deployment.endpoint_name("decision")
-            calibration = env.decision.calibration_setting()  # validated at synth (config.py)
-            if calibration is not None:
-                environment[CALIBRATION_KEY] = calibration
-            if artifact.model_sha256:
-                environment[MODEL_SHA256_KEY] = artifact.model_sha256
-            body_limit = decision_body_limit(env)
-            if body_limit is not None:
-                environment[MAX_BODY_KEY] = str(body_limit)
-        return environment
-
+    def grant_invoke(self, grantee: iam.IGrantable, kinds: Iterable[EndpointKind] = ENDPOINT_KINDS) -> iam.Grant:
+        """Let `grantee` invoke the pair's models (both unless `kinds` says which): sagemaker:InvokeEndpoint on each
+        one's endpoint, and on its inference component where the endpoint is shared, each ARN once."""
+        arns = dict.fromkeys(arn for kind in kinds for arn in self.endpoints[kind].invoke_arns)
+        return iam.Grant.add_to_principal(grantee=grantee, actions=INVOKE_ACTIONS, resource_arns=list(arns))

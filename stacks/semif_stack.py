@@ -1,7 +1,7 @@
 """One environment of the app: the chat + decision pair (stacks/pair.py) in a stack of its own, with the outputs
 the tools read.
 
-One stack per environment (`{app}-{env}`), so an environment deploys, rolls back and is deleted as a unit,
+One stack per environment (`{app}-{environment}`), so an environment deploys, rolls back and is deleted as a unit,
 and the two models always serve the same model artifact.
 """
 
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Environment, Stack
+import aws_cdk as cdk
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from .artifact_source import Artifact
-from .config import Deployment
+from .artifact.source import Artifact
+from .config.deployment import Deployment
 from .pair import CONSTRUCT_IDS, DecisionEndpointPair, DecisionEndpointPairProps
 
 # The pair's id: CDK leaves a "Default" out of logical ids, so the template is what it was before the pair
@@ -24,11 +25,11 @@ PAIR_ID = "Default"
 class SemifStack(Stack):
     def __init__(self, scope: Construct, deployment: Deployment, artifact: Artifact, *, container_dir: Path,
                  account: str | None = None) -> None:
-        env = deployment.env
+        settings = deployment.settings
         super().__init__(
             scope, deployment.stack_name,
-            env=Environment(account=env.account or account, region=env.region),
-            description=f"{deployment.app_name} {deployment.env_name}: llama.cpp chat and SemIf decision "
+            env=cdk.Environment(account=settings.account or account, region=settings.region),  # CDK's, not ours
+            description=f"{deployment.app_name} {deployment.environment_name}: llama.cpp chat and SemIf decision "
                         "endpoints on SageMaker",
         )
         self.deployment = deployment
@@ -40,10 +41,11 @@ class SemifStack(Stack):
         self._outputs()
 
     def _outputs(self) -> None:
+        name = self.deployment.environment_name
         for kind, endpoint in self.endpoints.items():
             prefix = CONSTRUCT_IDS[kind]
             CfnOutput(self, f"{prefix}EndpointName", value=endpoint.endpoint_name,
-                      description=f"{kind} endpoint (scripts/smoke.py {kind} --env {self.deployment.env_name})")
+                      description=f"{kind} endpoint (scripts/smoke.py {kind} --env {name})")
             config = self.shared.config if self.shared is not None else endpoint.endpoint_config
             assert config is not None
             CfnOutput(self, f"{prefix}EndpointConfigName", value=config.attr_endpoint_config_name,
@@ -61,12 +63,11 @@ class SemifStack(Stack):
                       description="the instance type validated for transform jobs of this decision model")
         api = self.pair.systemone_api
         if api is not None:
-            env = self.deployment.env_name
             CfnOutput(self, "SystemOneApiUrl", value=api.url,
-                      description=f"the System One SDK's base_url (semif smoke systemone --env {env})")
+                      description=f"the System One SDK's base_url (semif smoke systemone --env {name})")
             CfnOutput(self, "SystemOneApiId", value=api.api.rest_api_id, description="the System One API")
             CfnOutput(self, "SystemOneApiUsagePlanId", value=api.usage_plan.usage_plan_id,
-                      description=f"every key's usage plan (semif keys create {env} NAME)")
+                      description=f"every key's usage plan (semif keys create {name} NAME)")
             CfnOutput(self, "SystemOneApiKeysPath", value=api.keys_path,
                       description="SSM path of the API's hashed keys (one SecureString per key)")
             CfnOutput(self, "SystemOneApiKeysKeyArn", value=api.key.key_arn,

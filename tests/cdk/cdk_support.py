@@ -23,8 +23,9 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 from constructs import IConstruct
 
-from stacks.build import REPO_ROOT, build_app
-from stacks.config import CONTEXT_KEY, ConfigError, Deployment, load_deployment
+from stacks.cdk_app import REPO_ROOT, build_app
+from stacks.config import ConfigError
+from stacks.config.deployment import CONTEXT_KEY, Deployment, load_deployment
 from stacks.semif_stack import SemifStack
 
 ACK_METADATA = "aws:cdk:acknowledged-rules"  # where Validations.acknowledge records a finding and its reason

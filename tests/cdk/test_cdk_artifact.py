@@ -18,12 +18,12 @@ from cdk_support import load
 from support.models import MATRIX, MatrixModel
 
 from semif_adapter.gguf_header import read_gguf_info
-from stacks import artifact_source
-from stacks.artifact_source import ArtifactCache, LocalArtifact, RemoteArtifact, container_model_path, prepare_artifact
-from stacks.build import model_warnings
+from stacks.artifact import source as artifact_source
+from stacks.artifact.model_artifact import ModelArtifact
+from stacks.artifact.source import ArtifactCache, LocalArtifact, RemoteArtifact, container_model_path, prepare_artifact
 from stacks.config import ConfigError, EmbeddedModel, GgufModel, S3Model, TarballModel
-from stacks.log_groups import LogSettings
-from stacks.model_artifact import ModelArtifact
+from stacks.operations.logs import LogSettings
+from stacks.prepare import model_warnings
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 KEY = "environments.dev.model"
@@ -181,7 +181,7 @@ def test_synth_warns_about_slow_kernels_and_a_chat_endpoint_without_a_template(m
     assert isinstance(artifact, LocalArtifact)
     assert (artifact.has_chat_template, artifact.kv_bytes_per_token) == \
         (model.has_chat_template, model.kv_bytes_per_token)
-    warnings = model_warnings(artifact, load("dev").env, KEY)
+    warnings = model_warnings(artifact, load("dev").settings, KEY)
     assert all(warning.startswith(f"{KEY}: ") for warning in warnings)
     kernels = [warning for warning in warnings if "kernel" in warning]
     templates = [warning for warning in warnings if "no chat template" in warning]
@@ -191,13 +191,13 @@ def test_synth_warns_about_slow_kernels_and_a_chat_endpoint_without_a_template(m
     for warning in templates:
         assert "frame every chat in its default, ChatML" in warning and "SM_LLAMA_CPP_CHAT_TEMPLATE" in warning
         assert "SM_LLAMA_CPP_NO_JINJA=true" in warning and warning.endswith("(cdk.json: chat.llama_env)")
-    assert not [warning for warning in model_warnings(artifact, load("prod").env, KEY) if "kernel" in warning]
+    assert not [warning for warning in model_warnings(artifact, load("prod").settings, KEY) if "kernel" in warning]
     given = load("dev", {"chat": {"llama_env": {"SM_LLAMA_CPP_CHAT_TEMPLATE": "gemma",
                                                 "SM_LLAMA_CPP_NO_JINJA": "true"}}})
-    assert model_warnings(artifact, given.env, KEY) == kernels
+    assert model_warnings(artifact, given.settings, KEY) == kernels
     source = S3Model(source="s3", uri=f"s3://models-bucket/{SHA}/model.tar.gz", sha256=SHA, model_file="m.gguf")
     remote = prepare_artifact(source, key=KEY, base_dir=tmp_path, cache=ArtifactCache(tmp_path / "cache"))
-    assert model_warnings(remote, load("dev").env, KEY) == []
+    assert model_warnings(remote, load("dev").settings, KEY) == []
 
 
 def test_the_weight_types_are_remembered_with_the_digest(tmp_path: Path, builds: list[Path]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from aws_cdk import App, Stack
 
-from stacks.decision_image import build_spec
+from stacks.image.decision_image import build_spec
 
 FAKE_AWS = """#!/bin/bash
 printf 'aws %s\\n' "$*" >> "$CALLS"

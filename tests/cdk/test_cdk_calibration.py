@@ -23,7 +23,7 @@ def calibration_file(tmp_path: Path, document: object) -> str:
 def test_the_calibration_file_reaches_the_decision_model_as_its_canonical_document(tmp_path):
     path = calibration_file(tmp_path, DOCUMENT)
     deployment = load("dev", {"decision": {"calibration": path}})
-    value = deployment.env.decision.calibration_setting()
+    value = deployment.settings.decision.calibration_setting()
     assert value is not None and "fitted" not in value
     assert parse_calibration(value).sha256 == parse_calibration(json.dumps(DOCUMENT)).sha256  # same parameters
     _, stack = synth("dev", tmp_path / "out", {"decision": {"calibration": path}})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.build import REPO_ROOT
+from stacks.cdk_app import REPO_ROOT
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
 ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api")  # each hosting mode, and the System One API

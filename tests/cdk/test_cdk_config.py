@@ -8,22 +8,25 @@ import pytest
 from aws_cdk.region_info import RegionInfo
 from cdk_support import CDK_CONTEXT, load, problems
 
-from stacks.config import CUDA13_AMI_VERSIONS, ConfigError, S3Model, load_deployment
-from stacks.dlc import DlcRegistry
-from stacks.instances import InstanceTypeError, describe_instance, realtime_instance_types
-from stacks.timeouts import MAX_SECONDS, STARTUP_FLOOR_SECONDS, derive_timeouts
+from stacks.config import ConfigError, S3Model
+from stacks.config.deployment import load_deployment
+from stacks.config.instances import InstanceTypeError, describe_instance, realtime_instance_types
+from stacks.config.rules import CUDA13_AMI_VERSIONS
+from stacks.endpoints.timeouts import MAX_SECONDS, STARTUP_FLOOR_SECONDS, derive_timeouts
+from stacks.image.dlc import DlcRegistry
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
 def test_shipped_environments_parse_with_the_documented_defaults() -> None:
     dev, prod = load("dev"), load("prod")
-    assert (dev.env.accelerator, dev.env.chat.instance_type, dev.env.chat.autoscaling) == ("cpu", "ml.m5.large", None)
-    assert dev.env.inference_ami_version is None
-    assert prod.env.accelerator == "gpu"
-    assert prod.env.inference_ami_version in CUDA13_AMI_VERSIONS
+    assert (dev.settings.accelerator, dev.settings.chat.instance_type, dev.settings.chat.autoscaling) == \
+        ("cpu", "ml.m5.large", None)
+    assert dev.settings.inference_ami_version is None
+    assert prod.settings.accelerator == "gpu"
+    assert prod.settings.inference_ami_version in CUDA13_AMI_VERSIONS
     for kind in ("chat", "decision"):
-        scaling = prod.env.endpoint(kind).autoscaling
+        scaling = prod.settings.endpoint(kind).autoscaling
         assert scaling is not None and (scaling.min_instances, scaling.max_instances) == (1, 4)
     assert dev.endpoint_name("chat") == "semif-dev-chat"
     assert prod.endpoint_name("decision") == "semif-prod-decision"
@@ -32,11 +35,12 @@ def test_shipped_environments_parse_with_the_documented_defaults() -> None:
 
 def test_one_map_configures_both_endpoints_and_gpu_offloads_every_layer() -> None:
     dev, prod = load("dev"), load("prod")
-    assert dev.env.llama_env_for("chat") == dev.env.llama_env_for("decision") == {"SM_LLAMA_CPP_CTX_SIZE": "4096"}
-    assert prod.env.llama_env_for("chat")["SM_LLAMA_CPP_N_GPU_LAYERS"] == "999"
+    assert dev.settings.llama_env_for("chat") == dev.settings.llama_env_for("decision") == \
+        {"SM_LLAMA_CPP_CTX_SIZE": "4096"}
+    assert prod.settings.llama_env_for("chat")["SM_LLAMA_CPP_N_GPU_LAYERS"] == "999"
     overridden = load("dev", {"chat": {"llama_env": {"SM_LLAMA_CPP_CTX_SIZE": "2048"}}})
-    assert overridden.env.llama_env_for("chat")["SM_LLAMA_CPP_CTX_SIZE"] == "2048"
-    assert overridden.env.llama_env_for("decision")["SM_LLAMA_CPP_CTX_SIZE"] == "4096"
+    assert overridden.settings.llama_env_for("chat")["SM_LLAMA_CPP_CTX_SIZE"] == "2048"
+    assert overridden.settings.llama_env_for("decision")["SM_LLAMA_CPP_CTX_SIZE"] == "4096"
 
 
 @pytest.mark.parametrize(("env_name", "changes", "key", "fragment"), [
@@ -145,7 +149,7 @@ def test_environment_selection_is_explicit() -> None:
 def test_a_broken_environment_does_not_block_the_others() -> None:
     context = {**CDK_CONTEXT["semif"], "environments": {**CDK_CONTEXT["semif"]["environments"],
                                                         "staging": {"region": "us-east-1"}}}
-    assert load_deployment(context, "dev").env_name == "dev"
+    assert load_deployment(context, "dev").environment_name == "dev"
     with pytest.raises(ConfigError) as caught:
         load_deployment(context, "staging")
     assert "environments.staging.accelerator" in caught.value.keys
@@ -168,7 +172,7 @@ def test_instance_facts_come_from_the_pinned_sagemaker_model() -> None:
     assert not describe_instance("ml.m5.large").local_storage
     assert describe_instance("ml.t2.medium").burstable
     # Every family this app classifies must be a family SageMaker still offers (no stale entries).
-    from stacks.instances import CPU_FAMILIES, GPU_FAMILIES
+    from stacks.config.instances import CPU_FAMILIES, GPU_FAMILIES
     offered = {t.split(".")[1] for t in known}
     assert offered >= CPU_FAMILIES | GPU_FAMILIES
     with pytest.raises(InstanceTypeError):
@@ -176,7 +180,7 @@ def test_instance_facts_come_from_the_pinned_sagemaker_model() -> None:
 
 
 def test_dlc_registry_account_comes_from_cdk_region_facts() -> None:
-    dev = load("dev").env
+    dev = load("dev").settings
     registry = DlcRegistry.for_region("ap-east-1", dev.dlc_image)
     assert registry.account == RegionInfo.get("ap-east-1").dlc_repository_account != "763104351884"
     assert registry.image_uri("cpu") == (

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from stacks.handlers import artifact_pin, image_build
+from stacks.custom_resources.handlers import artifact_pin, image_build
 
 PROPS = {
     "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:provider",

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from cdk_support import Synth, load
 
-from stacks.hosting import SERVERLESS_MAX_BODY_BYTES
-from stacks.timeouts import derive_timeouts
+from stacks.config.hosting_rules import SERVERLESS_MAX_BODY_BYTES
+from stacks.endpoints.timeouts import derive_timeouts
 
 KINDS = ("Chat", "Decision")
 
@@ -242,11 +242,11 @@ def test_the_dashboard_shows_traffic_latency_errors_utilisation_capacity_and_the
     assert {"p50", "p90", "p99"} <= {options.get("stat") for options in latency}
     expressions = [m[0]["expression"] for m in metrics if isinstance(m[0], dict) and "expression" in m[0]]
     assert "IF(decisions > 0, warned / decisions, 0)" in expressions
-    mode = each_mode.stack.deployment.env.hosting_of("decision")
+    mode = each_mode.stack.deployment.settings.hosting_of("decision")
     if mode == "serverless":
         assert "ModelSetupTime" in names
-    gpu = each_mode.stack.deployment.env.accelerator == "gpu"
-    if each_mode.stack.deployment.env.shared:
+    gpu = each_mode.stack.deployment.settings.accelerator == "gpu"
+    if each_mode.stack.deployment.settings.shared:
         assert {"CPUUtilizationNormalized", "MemoryUtilizationNormalized", "InvocationsPerCopy"} <= names
         assert "invocations / per" in expressions
     else:

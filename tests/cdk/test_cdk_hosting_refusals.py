@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from cdk_support import load, problems
 
-from stacks.config import check_model_fit
-from stacks.hosting import TRANSFORM_MAX_PAYLOAD_BYTES, _Copy, _placeable
-from stacks.instances import GIB, instance_capacity
+from stacks.config.hosting_rules import TRANSFORM_MAX_PAYLOAD_BYTES, _Copy, _placeable
+from stacks.config.instances import GIB, instance_capacity
+from stacks.config.model_fit import check_model_fit
 
 COMPONENT = {"cpu_cores": 1, "memory_mb": 3072}
 SERVERLESS = {"hosting": "serverless", "serverless": {"memory_mb": 2048, "max_concurrency": 2},
@@ -84,13 +84,13 @@ def test_a_component_where_nothing_is_shared_and_a_gpu_component_without_gpus_ar
                                 "alarms": {"auto_rollback": False}, "component": {**COMPONENT, "accelerators": 1}}}
     assert "each copy needs at least one GPU" in refused("prod", prod_shared, "chat.component.accelerators")
     fine = load("prod", {**prod_shared, "chat": {**prod_shared["chat"], "component": {**COMPONENT, "accelerators": 2}}})
-    assert fine.env.shared and fine.endpoint_name("chat") == "semif-prod-models"
+    assert fine.settings.shared and fine.endpoint_name("chat") == "semif-prod-models"
 
 
 def test_a_component_too_small_for_the_model_is_refused_once_the_model_is_known() -> None:
-    env = load("shared").env
-    assert check_model_fit(env, model_bytes=2 * GIB, context_length=None) == []
-    found = dict(check_model_fit(env, model_bytes=4 * GIB, context_length=None))
+    settings = load("shared").settings
+    assert check_model_fit(settings, model_bytes=2 * GIB, context_length=None) == []
+    found = dict(check_model_fit(settings, model_bytes=4 * GIB, context_length=None))
     assert found["chat.component.memory_mb"].startswith("one copy reserves 3 GiB of memory; the model is 4.0 GiB")
     assert "decision.component.memory_mb" in found
 
@@ -150,15 +150,15 @@ def test_what_serverless_inference_cannot_do_is_refused_with_its_reason(env_name
 
 
 def test_the_shipped_serverless_environment_turns_isolation_off_explicitly_and_gets_the_4_mb_limit() -> None:
-    env = load("serverless").env
-    assert env.hosting_of("decision") == "serverless" and env.decision.network_isolation is False
-    assert env.network_isolation_for("decision") is False and env.network_isolation_for("chat") is True
+    settings = load("serverless").settings
+    assert settings.hosting_of("decision") == "serverless" and settings.decision.network_isolation is False
+    assert settings.network_isolation_for("decision") is False and settings.network_isolation_for("chat") is True
 
 
 def test_a_model_that_does_not_fit_the_serverless_memory_with_the_adapters_overhead_is_refused() -> None:
-    env = load("serverless").env  # 2048 MB
-    assert check_model_fit(env, model_bytes=1024 * 2**20, context_length=None) == []
-    found = dict(check_model_fit(env, model_bytes=1600 * 2**20, context_length=None))
+    settings = load("serverless").settings  # 2048 MB
+    assert check_model_fit(settings, model_bytes=1024 * 2**20, context_length=None) == []
+    found = dict(check_model_fit(settings, model_bytes=1600 * 2**20, context_length=None))
     assert found["decision.serverless.memory_mb"].startswith(
         "2048 MB does not hold the model (1,600 MB) and the adapter's own 512 MB")
 
@@ -188,8 +188,8 @@ def test_what_a_transform_job_needs_is_checked_at_synth(env_name: str, changes: 
 
 
 def test_a_transform_instance_too_small_for_the_model_is_refused() -> None:
-    env = load("dev", {"decision": {"batch_transform": {"instance_type": "ml.c5.xlarge"}}}).env  # 8 GiB
-    found = dict(check_model_fit(env, model_bytes=10 * GIB, context_length=None))
+    settings = load("dev", {"decision": {"batch_transform": {"instance_type": "ml.c5.xlarge"}}}).settings  # 8 GiB
+    found = dict(check_model_fit(settings, model_bytes=10 * GIB, context_length=None))
     assert found["decision.batch_transform.instance_type"].startswith("ml.c5.xlarge has 8 GiB of memory")
 
 

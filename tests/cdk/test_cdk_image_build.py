@@ -16,11 +16,10 @@ import pytest
 from aws_cdk.region_info import RegionInfo
 from cdk_support import Synth, as_list, load, problems, shared_synth
 
-from stacks.build import CONTAINER_DIR
-from stacks.config import CUDA_BUILDER_IMAGE, ImageBuild
-from stacks.cuda_architectures import CUDA_ARCHITECTURES
-from stacks.decision_image import build_args_for, image_tag, source_fingerprint
-from stacks.instances import GPU_FAMILIES
+from stacks.config.cuda_architectures import CUDA_ARCHITECTURES
+from stacks.config.image import CUDA_BUILDER_IMAGE, ImageBuild
+from stacks.config.instances import GPU_FAMILIES
+from stacks.image.decision_image import CONTAINER_DIR, build_args_for, image_tag, source_fingerprint
 
 BUILD_ARGS_KEY = "environments.dev.image_build.build_args"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
@@ -92,7 +91,7 @@ def test_a_gpu_build_timeout_too_short_to_finish_is_refused_with_the_reason() ->
 
 
 def test_a_cpu_build_on_small_compute_with_a_short_timeout_is_accepted() -> None:
-    build = load("dev", {"image_build": {"compute_type": "small", "timeout_minutes": 10}}).env.image_build
+    build = load("dev", {"image_build": {"compute_type": "small", "timeout_minutes": 10}}).settings.image_build
     assert (build.compute_type, build.timeout_minutes) == ("small", 10)
 
 

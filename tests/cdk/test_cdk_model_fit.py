@@ -10,9 +10,10 @@ from cdk_support import load, synth
 from support.models import MATRIX, MatrixModel
 
 from semif_adapter.prefix_cache import MIN_RESERVE_BYTES
-from stacks.config import ConfigError, check_model_fit
-from stacks.instances import GIB
-from stacks.memory_fit import decision_memory, decision_rooms
+from stacks.config import ConfigError
+from stacks.config.decision_memory import decision_memory, decision_rooms
+from stacks.config.instances import GIB
+from stacks.config.model_fit import check_model_fit
 
 CACHE = "decision.env.SEMIF_CACHE_BYTES"
 DEV_MEMORY = 8 * GIB  # ml.m5.large
@@ -20,8 +21,8 @@ DEV_CONTEXT = 4096  # cdk.json: dev's SM_LLAMA_CPP_CTX_SIZE
 
 
 def fit(env_name: str, changes: dict, model: MatrixModel) -> dict[str, str]:
-    env = load(env_name, changes).env
-    return dict(check_model_fit(env, model_bytes=model.path.stat().st_size, context_length=model.context_length,
+    settings = load(env_name, changes).settings
+    return dict(check_model_fit(settings, model_bytes=model.path.stat().st_size, context_length=model.context_length,
                                 kv_bytes_per_token=model.kv_bytes_per_token))
 
 
@@ -67,7 +68,7 @@ def test_every_workers_kv_cache_counts_against_the_memory(model: MatrixModel) ->
 
 def test_with_every_layer_on_the_gpu_the_kv_cache_counts_there_and_the_prefix_cache_in_host_memory() -> None:
     """ml.g5.xlarge: 16 GiB of host memory, one 24 GiB A10G."""
-    prod = load("prod", cache_of(15 * GIB)).env
+    prod = load("prod", cache_of(15 * GIB)).settings
     kv_per_token = 2**20  # 8 GiB at prod's 8192 tokens, one worker (layers on the GPU)
     assert check_model_fit(prod, model_bytes=15 * GIB, context_length=8192, kv_bytes_per_token=kv_per_token) == []
     found = dict(check_model_fit(prod, model_bytes=17 * GIB, context_length=8192, kv_bytes_per_token=kv_per_token))
@@ -75,7 +76,7 @@ def test_with_every_layer_on_the_gpu_the_kv_cache_counts_there_and_the_prefix_ca
                      "ml.g5.xlarge has 1 x 24 GiB of GPU memory; the decision endpoint needs 25.0 GiB there: the model "
                      "(17.0 GiB) and 1 worker KV cache(s) of 8192 tokens (8.0 GiB); pick a larger instance type, or "
                      "lower SM_LLAMA_CPP_CTX_SIZE or SEMIF_WORKERS"}
-    too_much = load("prod", cache_of(16 * GIB)).env  # host memory holds the cache and the reserve
+    too_much = load("prod", cache_of(16 * GIB)).settings  # host memory holds the cache and the reserve
     assert list(dict(check_model_fit(too_much, model_bytes=GIB, context_length=8192))) == [CACHE]
 
 
@@ -89,16 +90,16 @@ def test_with_every_layer_on_the_gpu_the_kv_cache_counts_there_and_the_prefix_ca
 ])
 def test_the_worker_count_is_the_adapters_default_for_where_it_runs(env_name: str, changes: dict,
                                                                     workers: int) -> None:
-    env = load(env_name, changes).env
-    (room,) = decision_rooms(env)
-    memory = decision_memory(env, room, model_bytes=GIB, context_length=8192, kv_bytes_per_token=1000)
+    settings = load(env_name, changes).settings
+    (room,) = decision_rooms(settings)
+    memory = decision_memory(settings, room, model_bytes=GIB, context_length=8192, kv_bytes_per_token=1000)
     assert memory.workers == workers
     assert memory.kv == workers * memory.n_ctx * 1000  # type: ignore[operator]
 
 
 def test_an_unset_context_is_the_models_capped_at_8192_and_an_unknown_kv_size_counts_nothing() -> None:
-    env = load("dev", {"llama_env": {"SM_LLAMA_CPP_CTX_SIZE": None}}).env
-    (room,) = decision_rooms(env)
-    assert decision_memory(env, room, model_bytes=GIB, context_length=32768, kv_bytes_per_token=10).n_ctx == 8192
-    assert decision_memory(env, room, model_bytes=GIB, context_length=2048, kv_bytes_per_token=10).n_ctx == 2048
-    assert decision_memory(env, room, model_bytes=GIB, context_length=2048, kv_bytes_per_token=None).kv == 0
+    settings = load("dev", {"llama_env": {"SM_LLAMA_CPP_CTX_SIZE": None}}).settings
+    (room,) = decision_rooms(settings)
+    assert decision_memory(settings, room, model_bytes=GIB, context_length=32768, kv_bytes_per_token=10).n_ctx == 8192
+    assert decision_memory(settings, room, model_bytes=GIB, context_length=2048, kv_bytes_per_token=10).n_ctx == 2048
+    assert decision_memory(settings, room, model_bytes=GIB, context_length=2048, kv_bytes_per_token=None).kv == 0

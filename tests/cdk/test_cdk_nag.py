@@ -13,7 +13,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from cdk_support import Synth, acknowledgements, synth
 
-from stacks.nag import acknowledge
+from stacks.security.nag import acknowledge
 
 
 def report(synth_result: Synth) -> dict[str, Any]:

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from cdk_support import CDK_CONTEXT, load, problems, synth
 
-from stacks.config import ConfigError, check_model_fit, load_deployment
-from stacks.instances import GIB, describe_instance, instance_capacity, realtime_instance_types
+from stacks.config import ConfigError
+from stacks.config.deployment import load_deployment
+from stacks.config.instances import GIB, describe_instance, instance_capacity, realtime_instance_types
+from stacks.config.model_fit import check_model_fit
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 KEY_ARN = "arn:aws:kms:{region}:123456789012:key/0b1c2d3e-0000-4000-8000-0123456789ab"
@@ -116,7 +118,7 @@ def test_what_deploys_badly_is_refused_with_its_key(changes: dict[str, Any], key
     {"SM_LLAMA_CPP_CHAT_TEMPLATE": "false"},  # dropped by the DLC's entry point
 ])
 def test_chat_templates_llama_server_applies_are_accepted(llama_env: dict[str, str]) -> None:
-    assert load("dev", {"chat": {"llama_env": llama_env}}).env.chat.llama_env == llama_env
+    assert load("dev", {"chat": {"llama_env": llama_env}}).settings.chat.llama_env == llama_env
 
 
 def test_an_app_name_ending_in_a_newline_is_refused() -> None:
@@ -128,13 +130,13 @@ def test_an_app_name_ending_in_a_newline_is_refused() -> None:
 
 
 def test_the_drain_that_fits_and_all_interfaces_are_accepted() -> None:
-    env = load("dev", {"decision": {"env": {"SEMIF_DRAIN_SECONDS": "25", "SEMIF_HOST": "0.0.0.0"}}}).env
-    assert env.decision.env["SEMIF_DRAIN_SECONDS"] == "25"
+    settings = load("dev", {"decision": {"env": {"SEMIF_DRAIN_SECONDS": "25", "SEMIF_HOST": "0.0.0.0"}}}).settings
+    assert settings.decision.adapter_env["SEMIF_DRAIN_SECONDS"] == "25"
 
 
 def test_a_version_pin_may_also_carry_the_digest_every_instance_verifies() -> None:
     model = load("dev", {"model": {"source": "s3", "uri": "s3://models-bucket/llm/model.tar.gz", "version_id": "v2",
-                                   "sha256": SHA, "model_file": "m.gguf"}}).env.model
+                                   "sha256": SHA, "model_file": "m.gguf"}}).settings.model
     assert model.sha256 == SHA  # type: ignore[union-attr]
 
 
@@ -160,11 +162,12 @@ def test_a_context_beyond_the_embedded_models_is_refused_from_its_measured_heade
 
 
 def test_gpu_models_must_fit_the_gpus_and_rope_scaling_allows_a_longer_context() -> None:
-    prod = load("prod").env
+    prod = load("prod").settings
     assert check_model_fit(prod, model_bytes=20 * GIB, context_length=8192) == []  # 24 GiB A10G
     found = dict(check_model_fit(prod, model_bytes=30 * GIB, context_length=8192))
     assert found["chat.instance_type"].startswith("ml.g5.xlarge has 1 x 24 GiB of GPU memory")
-    scaled = load("dev", {"llama_env": {"SM_LLAMA_CPP_CTX_SIZE": "16384", "SM_LLAMA_CPP_ROPE_SCALING": "yarn"}}).env
+    extended = {"SM_LLAMA_CPP_CTX_SIZE": "16384", "SM_LLAMA_CPP_ROPE_SCALING": "yarn"}
+    scaled = load("dev", {"llama_env": extended}).settings
     assert check_model_fit(scaled, model_bytes=None, context_length=8192) == []
 
 
@@ -174,5 +177,5 @@ def test_the_capacity_table_covers_the_shipped_types_and_only_types_that_exist()
         assert memory is not None and memory.memory_gib > 0
         assert (memory.gpus > 0) == (describe_instance(name).accelerator == "gpu")
     assert instance_capacity("ml.m5.large").memory_gib == 8  # type: ignore[union-attr]
-    from stacks.instances import _memory_table
+    from stacks.config.instances import _memory_table
     assert set(_memory_table()) <= realtime_instance_types()

@@ -13,10 +13,9 @@ from aws_cdk.assertions import Match
 from aws_cdk.region_info import RegionInfo
 from cdk_support import Synth, as_list
 
-from stacks.build import CONTAINER_DIR
-from stacks.decision_image import image_tag, source_fingerprint
-from stacks.iam_hardening import confine_service_trust
-from stacks.timeouts import derive_timeouts
+from stacks.endpoints.timeouts import derive_timeouts
+from stacks.image.decision_image import CONTAINER_DIR, image_tag, source_fingerprint
+from stacks.security.iam_hardening import confine_service_trust
 
 KINDS = ("Chat", "Decision")
 # What each shipped environment builds with: nothing extra on CPU; on GPU (prod: ml.g5, A10G) the CUDA builder
@@ -41,7 +40,7 @@ def both(request: pytest.FixtureRequest) -> Synth:
 
 
 def test_one_model_config_and_named_endpoint_per_role(both: Synth) -> None:
-    env_name = both.stack.deployment.env_name
+    env_name = both.stack.deployment.environment_name
     for resource_type in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Endpoint"):
         assert len(both.resources(resource_type)) == 2
     for kind in KINDS:
@@ -55,7 +54,7 @@ def test_one_model_config_and_named_endpoint_per_role(both: Synth) -> None:
 
 
 def test_outputs_name_both_endpoints_for_the_smoke_scripts(both: Synth) -> None:
-    env_name = both.stack.deployment.env_name
+    env_name = both.stack.deployment.environment_name
     outputs = both.json["Outputs"]
     assert outputs["ChatEndpointName"]["Value"] == f"semif-{env_name}-chat"
     assert outputs["DecisionEndpointName"]["Value"] == f"semif-{env_name}-decision"
@@ -99,7 +98,7 @@ def test_image_tag_follows_the_adapter_source_and_the_base_image(tmp_path: Any) 
 
 
 def test_one_llama_map_for_both_with_the_model_path_pinned(both: Synth) -> None:
-    env = both.stack.deployment.env
+    settings = both.stack.deployment.settings
     artifact_file = both.stack.artifact.artifact.model_file
     environments = {}
     for kind in KINDS:
@@ -109,10 +108,10 @@ def test_one_llama_map_for_both_with_the_model_path_pinned(both: Synth) -> None:
     llama = {k: v for k, v in environments["Decision"].items() if k.startswith("SM_LLAMA_CPP_")}
     assert llama == environments["Chat"]
     assert {k for k in environments["Decision"] if not k.startswith("SM_LLAMA_CPP_")} == {
-        *env.decision.env, "SEMIF_MODEL_SHA256", "SEMIF_ENDPOINT_NAME"}
+        *settings.decision.adapter_env, "SEMIF_MODEL_SHA256", "SEMIF_ENDPOINT_NAME"}
     assert environments["Decision"]["SEMIF_MODEL_SHA256"] == both.stack.artifact.artifact.model_sha256
     # The EndpointName dimension of the adapter's metrics, which the dashboard and the warning alarm read.
-    assert environments["Decision"]["SEMIF_ENDPOINT_NAME"] == f"semif-{both.stack.deployment.env_name}-decision"
+    assert environments["Decision"]["SEMIF_ENDPOINT_NAME"] == f"semif-{both.stack.deployment.environment_name}-decision"
 
 
 def test_gpu_offloads_all_layers_on_a_recent_inference_ami(dev: Synth, prod: Synth) -> None:
@@ -201,7 +200,7 @@ def test_endpoint_log_groups_and_every_other_log_group_are_retained(dev: Synth, 
         groups = synth.resources("AWS::Logs::LogGroup")
         assert groups and all(g["Properties"].get("RetentionInDays") == days for g in groups.values())
         names = {g["Properties"].get("LogGroupName") for g in groups.values()}
-        env_name = synth.stack.deployment.env_name
+        env_name = synth.stack.deployment.environment_name
         assert {f"/aws/sagemaker/Endpoints/semif-{env_name}-chat",
                 f"/aws/sagemaker/Endpoints/semif-{env_name}-decision"} <= names
 
@@ -277,17 +276,17 @@ def test_autoscaling_tracks_invocations_per_instance_only_where_configured(dev: 
         assert policy["Properties"]["ScalingTargetId"] == {"Ref": target_id}
         assert tracking["PredefinedMetricSpecification"] == {
             "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}
-        expected = prod.stack.deployment.env.endpoint(kind.lower()).autoscaling
+        expected = prod.stack.deployment.settings.endpoint(kind.lower()).autoscaling
         assert expected is not None and tracking["TargetValue"] == expected.target_invocations_per_instance
         _, endpoint = prod.one("AWS::SageMaker::Endpoint", f"/{kind}/Endpoint")
         assert endpoint["Properties"]["RetainAllVariantProperties"] is True
 
 
 def test_alarms_watch_latency_5xx_and_model_errors(both: Synth) -> None:
-    env_name = both.stack.deployment.env_name
+    env_name = both.stack.deployment.environment_name
     for kind in KINDS:
         name = f"semif-{env_name}-{kind.lower()}"
-        settings = both.stack.deployment.env.endpoint(kind.lower()).alarms
+        settings = both.stack.deployment.settings.endpoint(kind.lower()).alarms
         metrics = {}
         for alarm in both.resources("AWS::CloudWatch::Alarm").values():
             props = alarm["Properties"]

@@ -18,7 +18,7 @@ from cdk_support import CERTIFICATE_ARN, Synth, acknowledgements, acknowledgemen
 from scripts.keys import OUTPUTS as KEYS_OUTPUTS
 from scripts.smoke_systemone import URL_OUTPUT
 from semif_decision_client.systemone_front import ACCESS_LOG_FIELDS, DENIED_MESSAGE, UNAUTHORIZED_MESSAGE
-from stacks.systemone_api import BUNDLE, GATEWAY_RESPONSES, STAGE
+from stacks.systemone_api.front import BUNDLE, GATEWAY_RESPONSES, STAGE
 
 MODES = ("api", "api_shared", "api_serverless")
 DECISION = {"api": ("semif-api-decision", None),
@@ -33,7 +33,7 @@ def each_api(request: pytest.FixtureRequest) -> tuple[str, Synth]:
 
 
 def settings(synth: Synth) -> Any:
-    return synth.stack.deployment.env.systemone_api
+    return synth.stack.deployment.settings.systemone_api
 
 
 def only(synth: Synth, resource_type: str) -> tuple[str, dict[str, Any]]:
@@ -208,7 +208,7 @@ def test_the_access_log_names_the_key_id_never_the_key(each_api: tuple[str, Synt
     key_id, _ = synth.one("AWS::KMS::Key", "/DataKey")
     for group in (access, execution):
         assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
-        assert group["Properties"]["RetentionInDays"] == synth.stack.deployment.env.log_retention_days
+        assert group["Properties"]["RetentionInDays"] == synth.stack.deployment.settings.log_retention_days
 
 
 def test_alarms_on_error_rates_and_latency_notify_the_environments_topic(each_api: tuple[str, Synth]) -> None:
@@ -305,7 +305,7 @@ def test_the_regions_logging_role_is_api_gateways_documented_one_and_retained(ap
     assert (account["DeletionPolicy"], role["DeletionPolicy"]) == ("Retain", "Retain")
     trust = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert trust == [{"Action": "sts:AssumeRole", "Effect": "Allow",
-                      "Principal": {"Service": "apigateway.amazonaws.com"}}]  # stacks/iam_hardening.UNCONFINED
+                      "Principal": {"Service": "apigateway.amazonaws.com"}}]  # stacks/security/iam_hardening.UNCONFINED
     others = [r for k, r in api.resources("AWS::IAM::Role").items() if k != role_id]
     assert others and all("Condition" in r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
                           for r in others)

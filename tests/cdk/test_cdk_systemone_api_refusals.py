@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from cdk_support import CERTIFICATE_ARN, load, problems
 
-from stacks.systemone_api_rules import body_limit, latency_threshold_ms
+from stacks.config.systemone_api_rules import body_limit, latency_threshold_ms
 
 ELSEWHERE = CERTIFICATE_ARN.replace("us-east-1", "eu-west-1")
 SERVERLESS_DECISION = {"hosting": "serverless", "serverless": {"memory_mb": 2048, "max_concurrency": 2},
@@ -65,11 +65,11 @@ def test_a_body_limit_above_what_a_serverless_endpoint_takes_names_its_payload_l
 
 
 def test_the_defaults_follow_the_container_and_the_timeout() -> None:
-    dedicated = load("dev", {"systemone_api": {}}).env
+    dedicated = load("dev", {"systemone_api": {}}).settings
     serverless = load("dev", {"systemone_api": {"integration_timeout_s": 60},
-                              "decision": SERVERLESS_DECISION}).env
-    tuned = load("dev", {"systemone_api": {}, "decision": {"env": {"SEMIF_MAX_BODY_BYTES": "2097152"}}}).env
-    assert [body_limit(env, env.systemone_api) for env in (dedicated, serverless, tuned)] == [
+                              "decision": SERVERLESS_DECISION}).settings
+    tuned = load("dev", {"systemone_api": {}, "decision": {"env": {"SEMIF_MAX_BODY_BYTES": "2097152"}}}).settings
+    assert [body_limit(settings, settings.systemone_api) for settings in (dedicated, serverless, tuned)] == [
         6 * 2**20, 4 * 2**20, 2 * 2**20]
     assert latency_threshold_ms(dedicated.systemone_api) == 23_200  # 80% of the default 29 s
     assert latency_threshold_ms(serverless.systemone_api) == 48_000

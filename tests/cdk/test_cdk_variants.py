@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cdk_support import GROUPS, KEY_ARN, PAGING_TOPIC, SUBNETS, Synth
 
-from stacks.timeouts import derive_timeouts
+from stacks.endpoints.timeouts import derive_timeouts
 
 
 def test_an_existing_pinned_object_is_loaded_and_only_that_object_is_readable(variant: Synth) -> None:

@@ -1,6 +1,7 @@
 """The System One API's keys end to end: `semif keys create|list|revoke` (scripts/keys.py) writes them, the Lambda
-authorizer (stacks/handlers/systemone_authorizer.py) reads and checks them, and the forwarding Lambda's event glue
-(stacks/handlers/systemone_forwarder.py) turns API Gateway's events into the front's calls.
+authorizer (stacks/systemone_api/handlers/systemone_authorizer.py) reads and checks them, and the forwarding
+Lambda's event glue (stacks/systemone_api/handlers/systemone_forwarder.py) turns API Gateway's events into the
+front's calls.
 
 moto stands in for SSM and KMS; botocore's Stubber for API Gateway and CloudFormation (moto's need
 openapi-spec-validator, which the toolkit does not install) and where moto cannot fail on demand (SSM down after the
@@ -30,8 +31,8 @@ from semif_adapter.api_keys import HASH_PREFIX, digest
 from semif_adapter.settings import MAX_BODY_BYTES
 from semif_decision_client.systemone_front import Limits, keys_path
 from semif_decision_client.systemone_wire import Target
-from stacks.handlers import systemone_authorizer, systemone_forwarder
-from stacks.handlers.systemone_authorizer import KeyStore, authorize, stage_arn
+from stacks.systemone_api.handlers import systemone_authorizer, systemone_forwarder
+from stacks.systemone_api.handlers.systemone_authorizer import KeyStore, authorize, stage_arn
 
 REGION = "us-east-1"
 STACK = "semif-api"

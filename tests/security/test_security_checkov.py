@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from cdk_support import Synth, acknowledgements
 
-from stacks.build import REPO_ROOT
+from stacks.cdk_app import REPO_ROOT
 
 CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 GUARD = Path(__file__).resolve().parent / "offline_guard"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from cdk_support import load, problems
 
-from stacks.config import looks_like_secret
+from stacks.config.secrets import looks_like_secret
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example secret access key
@@ -69,4 +69,4 @@ def test_look_alikes_of_the_new_patterns_are_not_secrets(value: str) -> None:
 def test_ordinary_values_are_not_mistaken_for_secrets() -> None:
     deployment = load("dev", {"llama_env": {"SM_LLAMA_CPP_ALIAS": "akia-lowercase-model-name"},
                               "image_build": {"build_args": {"LLAMA_CMAKE_ARGS": "-DGGML_NATIVE=OFF"}}})
-    assert deployment.env.llama_env["SM_LLAMA_CPP_ALIAS"] == "akia-lowercase-model-name"
+    assert deployment.settings.llama_env["SM_LLAMA_CPP_ALIAS"] == "akia-lowercase-model-name"

@@ -13,14 +13,14 @@ import botocore.session
 import pytest
 from cdk_support import Synth, acknowledgements_in_effect, as_list
 
-from stacks.iam_hardening import UNCONFINED
-from stacks.instances import describe_instance
-from stacks.vpc_endpoints import INTERFACE_SERVICES
+from stacks.config.instances import describe_instance
+from stacks.security.iam_hardening import UNCONFINED
+from stacks.security.vpc_endpoints import INTERFACE_SERVICES
 
 SYNTHS = ("dev", "prod", "shared", "serverless", "variant", "api")
 POLICY_TYPES = ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
 
-# Independent of stacks/config.py on purpose: broader names, and values that are credentials whatever their key.
+# Independent of stacks/config/secrets.py on purpose: broader names, and values that are credentials whatever their key.
 SECRET_NAME = re.compile(r"SECRET|PASSW(OR)?D|TOKEN|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIAL", re.IGNORECASE)
 SECRET_VALUE = re.compile(
     r"(?<![A-Z0-9])(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"  # AWS access key id
@@ -47,7 +47,7 @@ def policy_statements(synth: Synth) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def build_key(synth: Synth) -> dict[str, Any]:
-    """The key of the image repository and its build (stacks/keys.py)."""
+    """The key of the image repository and its build (stacks/security/keys.py)."""
     key_id, _ = synth.one("AWS::KMS::Key", "/Key/")
     return {"Fn::GetAtt": [key_id, "Arn"]}
 
@@ -164,7 +164,7 @@ def test_build_projects_are_encrypted_logged_and_only_the_image_build_is_privile
 def test_endpoint_configs_use_the_data_key_unless_the_instance_keeps_its_data_on_local_storage(
         synthesized: Synth) -> None:
     configs = synthesized.resources("AWS::SageMaker::EndpointConfig")
-    assert len(configs) == (1 if synthesized.stack.deployment.env.shared else 2)
+    assert len(configs) == (1 if synthesized.stack.deployment.settings.shared else 2)
     for logical_id, config in configs.items():
         variant = config["Properties"]["ProductionVariants"][0]
         if "ServerlessConfig" in variant:  # no instance: SageMaker manages the compute (acknowledged, with why)
@@ -195,7 +195,7 @@ def test_every_log_group_is_retained_and_encrypted_with_the_data_key(synthesized
     assert len(groups) >= 7
     for logical_id, group in groups.items():
         assert group["Properties"]["KmsKeyId"] == data_key(synthesized), logical_id
-        assert group["Properties"]["RetentionInDays"] == synthesized.stack.deployment.env.log_retention_days
+        assert group["Properties"]["RetentionInDays"] == synthesized.stack.deployment.settings.log_retention_days
     _, key = synthesized.one("AWS::KMS::Key", "/DataKey/")
     statements = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
     logs = statements["CloudWatchLogsOfThisAccount"]
@@ -280,7 +280,7 @@ def test_logs_get_no_request_bodies_or_registry_passwords(synthesized: Synth) ->
 # --- VPC mode ----------------------------------------------------------------------------------------------------
 
 def test_vpc_mode_without_egress_gets_private_routes_to_s3_ecr_and_logs(variant: Synth) -> None:
-    vpc = variant.stack.deployment.env.vpc
+    vpc = variant.stack.deployment.settings.vpc
     assert vpc is not None and vpc.vpc_endpoints is not None
     endpoints = {e["Properties"]["ServiceName"]: e["Properties"]
                  for e in variant.resources("AWS::EC2::VPCEndpoint").values()}
@@ -316,7 +316,7 @@ def key_policies(synth: Synth) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def test_no_key_policy_statement_has_a_wildcard_action_or_principal(synthesized: Synth) -> None:
-    """CDK's default key policy gives the account kms:*; ours name each action (stacks/keys.py)."""
+    """CDK's default key policy gives the account kms:*; ours name each action (stacks/security/keys.py)."""
     seen = 0
     for logical_id, statement in key_policies(synthesized):
         seen += 1
@@ -396,7 +396,7 @@ def test_the_waiter_state_machine_writes_only_to_its_own_log_group(synthesized: 
 
 
 def test_vpc_interfaces_are_created_only_in_the_configured_subnets_and_groups(variant: Synth) -> None:
-    vpc = variant.stack.deployment.env.vpc
+    vpc = variant.stack.deployment.settings.vpc
     assert vpc is not None
     for kind in ("Chat", "Decision"):
         _, policy = variant.one("AWS::IAM::Policy", f"/{kind}/ExecutionPolicy")
@@ -420,7 +420,7 @@ def test_the_model_is_read_only_from_a_bucket_of_its_expected_owner(synthesized:
         read = next(s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadModelArtifact")
         assert read["Condition"] == {"StringEquals": {"s3:ResourceAccount": {"Ref": "AWS::AccountId"}}}
     checks = synthesized.resources("Custom::ModelArtifactPin")
-    if synthesized.stack.deployment.env.model.source == "s3":
+    if synthesized.stack.deployment.settings.model.source == "s3":
         (check,) = checks.values()
         assert check["Properties"]["ExpectedBucketOwner"] == {"Ref": "AWS::AccountId"}
     else:

@@ -1,0 +1,167 @@
+"""Whether the decision endpoint fits what it runs on: the model, every worker's KV cache, the prefix cache and the
+adapter's reserve, counted at synth.
+
+Besides the model, the adapter holds one llama.cpp context per worker (`SEMIF_WORKERS`; each context's KV cache is
+n_ctx cells of the model's `kv_bytes_per_token`, from its GGUF header), the host prefix cache (`SEMIF_CACHE_BYTES`)
+and `MIN_RESERVE_BYTES` for Python, the HTTP server and request bodies. An unset cache is sized by the adapter from
+what the rest leaves, so it always fits; a cache set by hand is counted as given, so 64 GiB on an 8 GiB instance
+fails the synth naming the key, not the instance under traffic. The model and the KV cache sit where the layers
+do (`instances.placement`), the prefix cache and the reserve in host memory. Only what the header and config say
+is counted (llama.cpp's compute buffers are not); a fact not known (an S3 model's header) counts as nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from semif_adapter.prefix_cache import MIN_RESERVE_BYTES
+from semif_adapter.settings import DEFAULT_CPU_WORKERS, DEFAULT_MAX_CONTEXT
+
+from .container_keys import CACHE_KEY, CTX_SIZE_KEY, GPU_LAYERS_KEY, THREAD_KEYS, WORKERS_KEY
+from .environment import EnvironmentSettings
+from .instances import GIB, MIB, instance_capacity, placement
+from .problems import Problems
+
+
+@dataclass(frozen=True)
+class Room:
+    """What one decision instance (or component copy, or serverless endpoint) has, and the key that sizes it."""
+
+    key: str
+    gpu_key: str  # where a GPU shortfall is named
+    name: str
+    host_bytes: int
+    gpu_bytes: int = 0
+    gpus: int = 0
+    vcpus: int | None = None  # None: not known (serverless)
+
+    def describe(self, side: str) -> str:
+        gpu = f"{self.gpus} x {self.gpu_bytes / max(1, self.gpus) / GIB:g} GiB of GPU memory"
+        host = f"{_size(self.host_bytes)} of memory"
+        return {"gpu": gpu, "host": host}.get(side, f"{host} and {gpu}")
+
+
+@dataclass(frozen=True)
+class DecisionMemory:
+    """What the adapter holds, in bytes."""
+
+    model: int | None  # None: not known (an S3 model without model_bytes)
+    workers: int
+    n_ctx: int | None
+    kv: int  # every worker's KV cache together; 0 when the model's KV size or its context is not known
+    cache: int | None  # SEMIF_CACHE_BYTES when set
+
+    def resident(self) -> list[tuple[str, int]]:
+        """What sits where the layers are."""
+        kv = [(f"{self.workers} worker KV cache(s) of {self.n_ctx} tokens", self.kv)] if self.kv else []
+        return ([("the model", self.model)] if self.model is not None else []) + kv
+
+
+RESERVE = ("the adapter's reserve", MIN_RESERVE_BYTES)
+
+
+def decision_rooms(settings: EnvironmentSettings) -> list[Room]:
+    """What the decision model runs on, in each place it runs: its endpoint's instance, a component copy, the
+    serverless memory, and a Batch Transform job's instance. Instance types the table does not list are skipped."""
+    rooms: list[Room] = []
+    decision = settings.decision
+    mode = settings.hosting_of("decision")
+    instances = []
+    if mode == "dedicated" and decision.instance_type:
+        instances.append(("decision.instance_type", decision.instance_type))
+    if decision.batch_transform is not None:
+        instances.append(("decision.batch_transform.instance_type", decision.batch_transform.instance_type))
+    for key, instance_type in instances:
+        capacity = instance_capacity(instance_type)
+        if capacity is not None:
+            rooms.append(Room(key, key, instance_type, int(capacity.memory_gib * GIB),
+                              int(capacity.gpus * capacity.gpu_memory_gib * GIB), capacity.gpus, capacity.vcpus))
+    component, shared = decision.component, settings.shared_endpoint
+    if mode == "shared" and component is not None and shared is not None:
+        capacity = instance_capacity(shared.instance_type)
+        if capacity is not None:
+            rooms.append(Room("decision.component.memory_mb", "decision.component.accelerators",
+                              "one copy of the decision component", component.memory_mb * MIB,
+                              int(component.accelerators * capacity.gpu_memory_gib * GIB), component.accelerators,
+                              max(1, math.ceil(component.cpu_cores))))
+    if mode == "serverless" and decision.serverless is not None:
+        rooms.append(Room("decision.serverless.memory_mb", "decision.serverless.memory_mb", "the serverless endpoint",
+                          decision.serverless.memory_mb * MIB))
+    return rooms
+
+
+def decision_memory(settings: EnvironmentSettings, room: Room, *, model_bytes: int | None,
+                    context_length: int | None, kv_bytes_per_token: int | None) -> DecisionMemory:
+    """The adapter's own defaults, from the container environment it will read (settings.py, llama_runtime.py)."""
+    container_env = {**settings.llama_env_for("decision"), **settings.decision.adapter_env}
+    on_gpu = placement(room.gpus, container_env.get(GPU_LAYERS_KEY)) != "host"
+    workers = _workers(container_env, room.vcpus, on_gpu)
+    ctx = (_int(container_env.get(CTX_SIZE_KEY))
+           or (min(context_length, DEFAULT_MAX_CONTEXT) if context_length else None))
+    kv = workers * ctx * kv_bytes_per_token if ctx and kv_bytes_per_token else 0
+    return DecisionMemory(model=model_bytes, workers=workers, n_ctx=ctx, kv=kv,
+                          cache=_int(container_env.get(CACHE_KEY)))
+
+
+def _workers(container_env: Mapping[str, str], vcpus: int | None, on_gpu: bool) -> int:
+    """SEMIF_WORKERS, else 1 with layers on a GPU, else 2 at most the batch threads (the instance's vCPUs unless
+    set: the adapter reads its cgroup's quota)."""
+    explicit = _int(container_env.get(WORKERS_KEY))
+    if explicit:
+        return explicit
+    if on_gpu:
+        return 1
+    threads = _int(container_env.get(THREAD_KEYS[0])) or _int(container_env.get(THREAD_KEYS[1])) or vcpus
+    return min(DEFAULT_CPU_WORKERS, threads) if threads else DEFAULT_CPU_WORKERS
+
+
+def check_decision_memory(settings: EnvironmentSettings, *, model_bytes: int | None, context_length: int | None,
+                          kv_bytes_per_token: int | None) -> Problems:
+    """The model with its KV caches and reserve, then a hand-set cache on top, against each room."""
+    problems: Problems = []
+    for room in decision_rooms(settings):
+        memory = decision_memory(settings, room, model_bytes=model_bytes, context_length=context_length,
+                                 kv_bytes_per_token=kv_bytes_per_token)
+        problems += _room_problems(settings, room, memory)
+    return problems
+
+
+def _room_problems(settings: EnvironmentSettings, room: Room, memory: DecisionMemory) -> Problems:
+    where = placement(room.gpus, settings.llama_env_for("decision").get(GPU_LAYERS_KEY))
+    if where == "host":
+        sides = [("host", room.key, room.host_bytes, [*memory.resident(), RESERVE])]
+    elif where == "gpu":
+        sides = [("gpu", room.gpu_key, room.gpu_bytes, memory.resident()),
+                 ("host", room.key, room.host_bytes, [RESERVE])]
+    else:  # llama.cpp splits the layers over both: only the total can be checked
+        sides = [("both", room.key, room.host_bytes + room.gpu_bytes, [*memory.resident(), RESERVE])]
+    larger = "instance type" if "instance_type" in room.key else "size"
+    advice = f"pick a larger {larger}" + (f", or lower {CTX_SIZE_KEY} or {WORKERS_KEY}" if memory.kv else "")
+    for side, key, capacity, parts in sides:
+        need = sum(size for _, size in parts)
+        if need > capacity:
+            return [(key, f"{room.name} has {room.describe(side)}; the decision endpoint needs {_size(need)} there: "
+                          f"{_listing(parts)}; {advice}")]
+    side, _, capacity, parts = sides[-1]  # the prefix cache is host memory
+    spare = capacity - sum(size for _, size in parts)
+    if memory.cache is not None and memory.cache > spare:
+        return [(f"decision.env.{CACHE_KEY}",
+                 f"{memory.cache} bytes ({_size(memory.cache)}) of prefix cache do not fit {room.name}, which has "
+                 f"{room.describe(side)}, with {_listing(parts)}: at most {spare} bytes ({_size(spare)}) fit; lower "
+                 "it, or leave it unset (the adapter then takes half of what the rest leaves, at most 16 GiB)")]
+    return []
+
+
+def _listing(parts: list[tuple[str, int]]) -> str:
+    named = [f"{name} ({_size(size)})" for name, size in parts]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.strip().isdigit() else None
+
+
+def _size(count: int) -> str:
+    return f"{count / GIB:,.1f} GiB" if count >= GIB else f"{count / MIB:,.0f} MiB"

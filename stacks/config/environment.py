@@ -1,0 +1,91 @@
+"""The settings of one deployment environment (one entry of cdk.json's `environments`, or made in code).
+
+Each block's own bounds are checked by its model; the rules that span blocks run in rules.py before anything is
+built. `EnvironmentSettings` also answers the questions every part asks of it (a model's endpoint settings and
+hosting mode, its llama.cpp map), so none of them re-derives a default.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from .container_keys import GPU_LAYERS_ALL, GPU_LAYERS_KEY
+from .endpoint import Endpoint, SharedEndpoint
+from .image import DlcImage, ImageBuild
+from .instances import Accelerator
+from .kinds import ENDPOINT_KINDS, EndpointKind, HostingMode
+from .model_source import ModelSource
+from .network import Vpc
+from .notifications import Notifications
+from .strict import EnvMap, Strict
+from .systemone_api import SystemOneApi
+
+# CloudWatch Logs retention periods (days) and their aws_logs.RetentionDays member names.
+LOG_RETENTION_DAYS = {
+    1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS", 30: "ONE_MONTH",
+    60: "TWO_MONTHS", 90: "THREE_MONTHS", 120: "FOUR_MONTHS", 150: "FIVE_MONTHS", 180: "SIX_MONTHS",
+    365: "ONE_YEAR", 400: "THIRTEEN_MONTHS", 545: "EIGHTEEN_MONTHS", 731: "TWO_YEARS", 1096: "THREE_YEARS",
+    1827: "FIVE_YEARS", 2192: "SIX_YEARS", 2557: "SEVEN_YEARS", 2922: "EIGHT_YEARS", 3288: "NINE_YEARS",
+    3653: "TEN_YEARS",
+}
+
+
+class EnvironmentSettings(Strict):
+    """One deployment environment: where it runs, which model, both endpoints, and what surrounds them."""
+
+    account: str | None = Field(None, pattern=r"^\d{12}$")
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    accelerator: Accelerator
+    inference_ami_version: str | None = None
+    model: ModelSource
+    dlc_image: DlcImage = DlcImage()
+    llama_env: EnvMap = Field(default_factory=dict, description="SM_LLAMA_CPP_* for both endpoints")
+    chat: Endpoint
+    decision: Endpoint
+    image_build: ImageBuild = ImageBuild()
+    vpc: Vpc | None = None
+    network_isolation: bool = True
+    log_retention_days: int = 30
+    hosting: HostingMode = "dedicated"
+    shared_endpoint: SharedEndpoint | None = None
+    notifications: Notifications = Notifications()
+    systemone_api: SystemOneApi | None = None
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{value} is not a CloudWatch Logs retention; use one of {sorted(LOG_RETENTION_DAYS)}")
+        return value
+
+    def endpoint(self, kind: EndpointKind) -> Endpoint:
+        return self.chat if kind == "chat" else self.decision
+
+    def hosting_of(self, kind: EndpointKind) -> HostingMode:
+        return self.endpoint(kind).hosting or self.hosting
+
+    def network_isolation_for(self, kind: EndpointKind) -> bool:
+        override = self.endpoint(kind).network_isolation
+        return self.network_isolation if override is None else override
+
+    @property
+    def shared(self) -> bool:
+        """Both models on one endpoint (hosting_rules.py refuses a shared endpoint with one model)."""
+        return any(self.hosting_of(kind) == "shared" for kind in ENDPOINT_KINDS)
+
+    def decision_instance_types(self) -> list[str]:
+        """The instance types the decision image runs on in real time (its CUDA build targets them): the endpoint's
+        own, or the shared endpoint's; none when serverless (CPU only)."""
+        mode = self.hosting_of("decision")
+        if mode == "dedicated" and self.decision.instance_type:
+            return [self.decision.instance_type]
+        if mode == "shared" and self.shared_endpoint is not None:
+            return [self.shared_endpoint.instance_type]
+        return []
+
+    def llama_env_for(self, kind: EndpointKind) -> dict[str, str]:
+        """The SM_LLAMA_CPP_* map of one endpoint: shared map, then its overrides, then GPU offload."""
+        merged = {**self.llama_env, **self.endpoint(kind).llama_env}
+        if self.accelerator == "gpu":
+            merged.setdefault(GPU_LAYERS_KEY, GPU_LAYERS_ALL)
+        return merged
