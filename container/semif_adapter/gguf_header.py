@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Protocol
 
 GGUF_MAGIC = b"GGUF"
 
@@ -63,6 +63,11 @@ FILE_TYPE_NAMES = {
 }
 
 
+class ByteReader(Protocol):
+    """What the header is read from: a file, or a stream that hashes what passes (the artifact's)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
 class GGUFHeaderError(ValueError):
     """The bytes are not a readable GGUF header."""
 
@@ -105,7 +110,7 @@ class _Array:
 
 
 class _Reader:
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: ByteReader) -> None:
         self._stream = stream
         self.position = 0  # bytes read so far: the stream may be a tarball member, which has no tell()
 
@@ -117,7 +122,8 @@ class _Reader:
         return data
 
     def unpack(self, fmt: str) -> int | float | bool:
-        return struct.unpack(fmt, self.exact(struct.calcsize(fmt)))[0]
+        value: int | float | bool = struct.unpack(fmt, self.exact(struct.calcsize(fmt)))[0]
+        return value
 
     def string(self) -> bytes:
         size = int(self.unpack("<Q"))
@@ -148,7 +154,7 @@ class _Reader:
         raise GGUFHeaderError(f"unknown GGUF value type {value_type}")
 
 
-def read_gguf_info(stream: BinaryIO) -> GGUFInfo:
+def read_gguf_info(stream: ByteReader) -> GGUFInfo:
     """Read the header (key/value pairs and tensor table) from the start of the stream; raises GGUFHeaderError."""
     reader = _Reader(stream)
     magic = stream.read(4)
@@ -212,8 +218,8 @@ def _kv_bytes_per_token(values: dict[str, object], arch: str) -> int | None:
 def _per_layer(value: object, layers: int) -> list[int] | None:
     """A count given once for every layer, or per layer (an array of `layers` integers)."""
     if isinstance(value, _Array) and value.items is not None and len(value.items) == layers:
-        counts = [_as_int(item) for item in value.items]
-        return None if None in counts else counts  # type: ignore[return-value]
+        counts = [count for item in value.items if (count := _as_int(item)) is not None]
+        return counts if len(counts) == layers else None
     count = _as_int(value)
     return None if count is None else [count] * layers
 

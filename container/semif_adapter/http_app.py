@@ -27,14 +27,13 @@ from starlette.routing import Route
 from . import jsonlines, metrics, semif_contract, systemone_contract
 from .api_keys import ApiKeys
 from .errors import NotReadyError, RequestError
-from .prompt import canonical_state
-from .question import Question
+from .question import Question, canonical_state
 from .request_body import decode_body, read_body
 from .semif_contract import Failure, SemIfTicket
 from .service import Decided, DecisionService
 from .strict_json import load_json
 from .systemone_contract import Rendered, SystemOneTicket, encode
-from .systemone_schema import SystemOneValidationError
+from .systemone_schema import SystemOneValidationError, detail
 
 LOG = logging.getLogger("semif_adapter.access")
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
@@ -122,7 +121,7 @@ class DecisionApi:
                                 Route("/v1/systemone", self.systemone, methods=["POST"]),
                                 Route("/v1/models", self.models, methods=["GET"])],
                         exception_handlers={HTTPException: self.http_error})
-        app.add_middleware(RequestContext, endpoint=self.settings.endpoint_name)  # type: ignore[arg-type]
+        app.add_middleware(RequestContext, endpoint=self.settings.endpoint_name)
         return app
 
     # -- shared steps ----------------------------------------------------------------------------------------
@@ -183,7 +182,7 @@ class DecisionApi:
             return systemone_response(Rendered(refused[0], systemone_contract.error_document(*refused), {}))
         try:
             if request.headers.get("content-type", "").lower().startswith("multipart/"):
-                raise SystemOneValidationError([systemone_contract.detail(
+                raise SystemOneValidationError([detail(
                     ["assets"], "image assets are not supported: this endpoint's model reads text only",
                     "unsupported_asset")])
             _media_type(request, (JSON,))

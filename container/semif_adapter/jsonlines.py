@@ -9,7 +9,7 @@ speaks its own contract (a SemIf decision, or a System One request with `questio
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,11 +22,13 @@ MEDIA_TYPE = "application/jsonlines"
 
 
 class LineTicket(Protocol):
-    """A parsed line: the questions it asks, and how its answer or its error is written on its line."""
+    """A parsed line: the questions it asks, and how its answers (one per question: the service's decision, or the
+    error that stopped it) are written on its line."""
 
-    questions: tuple[Question, ...]
+    @property
+    def questions(self) -> tuple[Question, ...]: ...
 
-    def line(self, answers: list[Any], number: int) -> bytes: ...
+    def line(self, answers: Sequence[Any], number: int, request_id: str) -> bytes: ...
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,11 @@ import llama_cpp
 import numpy as np
 
 from .core_share import CoreShare
+from .errors import PromptTooLongError
 from .llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
-from .partial_reuse import ReuseRule, verify_on
+from .partial_reuse import ReuseRule, TokenIds, verify_on
 from .prefix_cache import PrefixCache, SavedPrefix, token_bytes
-from .tokens import PlanTokens, PromptTooLongError
+from .tokens import PlanTokens
 
 DECODE_ABORTED = 2  # llama_decode's return value when the abort callback said stop
 
@@ -209,7 +210,8 @@ class DecisionEngine:
         if not self.reuse.enabled:
             return best
         state = planned.chunks[1][1]
-        held = [(None, self._live[1][1])] if held_head and len(self._live) == 2 else []
+        held: list[tuple[tuple[str, ...] | None, TokenIds]] = \
+            [(None, self._live[1][1])] if held_head and len(self._live) == 2 else []
         for key, tokens in [*held, *self.cache.neighbours(planned.chunks[0][0], state)]:
             if (kept := self.reuse.keep_of(tokens, state)) > best[1]:
                 best = (key, kept)
@@ -267,9 +269,9 @@ class DecisionEngine:
         if len(planned.branches) == 1:  # one decode: the common part and the branch together
             merged = {**common_reads, **{len(common) + i: ids for i, ids in reads.branches[0].items()}}
             tokens = [*common, *planned.branches[0][:lengths[0]]]
-            found = self._decode([_Piece(0, common_start, tokens, merged, 0)]).get(0, {})
-            branch_rows = [{pos - branch_start: row for pos, row in found.items() if pos >= branch_start}]
-            return found.get(last_common), tuple(branch_rows)
+            rows = self._decode([_Piece(0, common_start, tokens, merged, 0)]).get(0, {})
+            branch = {pos - branch_start: row for pos, row in rows.items() if pos >= branch_start}
+            return rows.get(last_common), (branch,)
         for seq in range(1, len(planned.branches)):  # the prefix's cells belong to every branch
             llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
         every = tuple(range(len(planned.branches)))  # the common part's tokens too: decoded once, with the branches

@@ -63,21 +63,23 @@ class ModelFacts:
     vocab_size: int
 
 
-@llama_cpp.ggml_abort_callback
-def _abort_now(_data: ctypes.c_void_p) -> bool:
-    """Installed only when a drain deadline passes: costs nothing while decisions run normally."""
+def _stop(_data: ctypes.c_void_p) -> bool:
     return True
 
 
-@llama_cpp.llama_log_callback
-def _forward_native_log(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
-    """llama.cpp's own chatter goes to our logger; only warnings and errors are shown by default."""
+def _log_warnings(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
     if level in (3, 4):  # GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR
         LOG.warning("llama.cpp: %s", text.decode("utf-8", errors="replace").rstrip())
 
 
+# The C callbacks, kept alive for the process's life (llama.cpp holds bare pointers to them):
+ABORT_NOW = llama_cpp.ggml_abort_callback(_stop)  # installed only when a drain deadline passes: free until then
+# llama.cpp's own chatter goes to our logger; only warnings and errors are shown by default.
+FORWARD_NATIVE_LOG = llama_cpp.llama_log_callback(_log_warnings)
+
+
 @cache
-def _load_backends() -> None:
+def load_backends() -> None:
     """Register ggml's compute backends once per process, in the libraries the bindings loaded.
 
     A build with GGML_BACKEND_DL keeps its CPU variants and CUDA as loadable modules beside libllama and starts
@@ -87,7 +89,7 @@ def _load_backends() -> None:
     `libggml.so` by path would map a second copy of ggml, with a registry of its own. A build with the backends
     linked in (the shipped ones) has them registered already and loads nothing.
     """
-    llama_cpp.llama_log_set(_forward_native_log, ctypes.c_void_p())
+    llama_cpp.llama_log_set(FORWARD_NATIVE_LOG, ctypes.c_void_p())
     llama_cpp.llama_backend_init()
     bindings = llama_cpp.llama_cpp._lib  # libllama as the bindings opened it, with its dependencies
     bindings.ggml_backend_reg_count.restype = ctypes.c_size_t
@@ -103,10 +105,10 @@ class LlamaContext:
     def __init__(self, model: ctypes.c_void_p, params: llama_cpp.llama_context_params, vocab_size: int,
                  model_path: Path) -> None:
         self.vocab_size = vocab_size
-        self.context = llama_cpp.llama_init_from_model(model, params)
+        self.context: ctypes.c_void_p | None = llama_cpp.llama_init_from_model(model, params)
         if not self.context:
             raise RuntimeStartError(f"{model_path}: llama.cpp could not create a context of {params.n_ctx} tokens")
-        self.memory = llama_cpp.llama_get_memory(self.context)
+        self.memory: ctypes.c_void_p = llama_cpp.llama_get_memory(self.context)
         self.n_ctx = int(llama_cpp.llama_n_ctx(self.context))
         self.n_batch = int(llama_cpp.llama_n_batch(self.context))
         self.n_ubatch = int(llama_cpp.llama_n_ubatch(self.context))
@@ -128,7 +130,7 @@ class LlamaContext:
     def request_abort(self) -> None:
         """Make the running llama_decode stop at its next graph (safe from another thread)."""
         if self.context:
-            llama_cpp.llama_set_abort_callback(self.context, _abort_now, ctypes.c_void_p())
+            llama_cpp.llama_set_abort_callback(self.context, ABORT_NOW, ctypes.c_void_p())
 
     def close(self) -> None:
         if self.context:
@@ -140,7 +142,7 @@ class LlamaRuntime:
     """One model and its contexts (`new_context`); the first one is created with the model."""
 
     def __init__(self, model_path: Path, settings: Settings) -> None:
-        _load_backends()
+        load_backends()
         try:
             with model_path.open("rb") as stream:
                 info: GGUFInfo = read_gguf_info(stream)
@@ -245,8 +247,8 @@ class LlamaRuntime:
 
     def piece_length(self, token: int) -> int:
         """Bytes of `piece(token)`; llama.cpp answers minus the size needed when the buffer is too small."""
-        size = llama_cpp.llama_token_to_piece(self.vocab, token, self._piece_probe, len(self._piece_probe), 0,
-                                              False)
+        size = int(llama_cpp.llama_token_to_piece(self.vocab, token, self._piece_probe, len(self._piece_probe), 0,
+                                                  False))
         return -size if size < 0 else size
 
     # -- chat template -----------------------------------------------------------------------------

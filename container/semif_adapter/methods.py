@@ -24,8 +24,8 @@ from typing import Protocol
 import numpy as np
 
 from .kv_engine import DecisionEngine, EngineResult, Reads
-from .prompt import ChatFrame, PromptPlan, answers_plan, canonical_state, letters_plan
-from .question import Question
+from .prompt import ChatFrame, PromptPlan, answers_plan, letters_plan
+from .question import Question, canonical_state
 from .tokens import PlanTokens, PromptTokenizer
 
 BASELINE_CACHE_ENTRIES = 4096

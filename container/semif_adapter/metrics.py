@@ -11,21 +11,47 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Protocol, TextIO
 
 from aws_embedded_metrics.logger.metrics_context import MetricsContext
 from aws_embedded_metrics.serializers.log_serializer import LogSerializer
 
 from .scoring import LOW_OPTION_MASS, NEAR_TIE
-from .service import Decided
 
 NAMESPACE = "SemIf/Adapter"
 LOCAL_ENDPOINT = "local"  # the EndpointName dimension when the deployment does not name the endpoint
 LOG = logging.getLogger("semif_adapter.metrics")
 
 
-def configure(stream: object = None) -> None:
+class DecisionFacts(Protocol):
+    """The numbers metrics report of one answered decision (the service's `Decided` has them), so that metrics
+    need no service."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def total_ms(self) -> float: ...
+    @property
+    def queue_ms(self) -> float: ...
+    @property
+    def forward_ms(self) -> float: ...
+    @property
+    def evaluated_tokens(self) -> int: ...
+    @property
+    def cached_tokens(self) -> int: ...
+    @property
+    def top_probability(self) -> float: ...
+    @property
+    def allowed_token_mass(self) -> float | None: ...
+    @property
+    def warnings(self) -> tuple[str, ...]: ...
+    @property
+    def cache_source(self) -> str: ...
+
+
+def configure(stream: TextIO | None = None) -> None:
     """EMF records go to stdout as they are: CloudWatch Logs parses a record only when it is the whole line."""
-    handler = logging.StreamHandler(stream or sys.stdout)  # type: ignore[arg-type]
+    handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(logging.Formatter("%(message)s"))
     LOG.handlers[:] = [handler]
     LOG.propagate = False
@@ -46,7 +72,7 @@ def request_record(endpoint: str, status: int) -> list[str]:
     return LogSerializer.serialize(context)
 
 
-def decision_records(endpoint: str, decided: Sequence[Decided]) -> list[str]:
+def decision_records(endpoint: str, decided: Sequence[DecisionFacts]) -> list[str]:
     """One record per scoring method used, every metric one value per decision (split at 100 by the library)."""
     records: list[str] = []
     for method in sorted({d.method for d in decided}):
@@ -70,7 +96,7 @@ def decision_records(endpoint: str, decided: Sequence[Decided]) -> list[str]:
     return records
 
 
-def emit(endpoint: str | None, status: int, decided: Sequence[Decided]) -> None:
+def emit(endpoint: str | None, status: int, decided: Sequence[DecisionFacts]) -> None:
     endpoint = endpoint or LOCAL_ENDPOINT
     for record in (*request_record(endpoint, status), *decision_records(endpoint, decided)):
         LOG.info(record)

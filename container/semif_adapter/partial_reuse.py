@@ -32,6 +32,7 @@ SINGLE, ROW, TILED = 1, 2, 3
 PROBE_LENGTH = 131  # two tiled parts at an odd offset (67 + 64) within one ubatch; about 1 s on 2 cores
 
 Decode = Callable[[Sequence[int], Sequence[int]], np.ndarray]  # (tokens, split points) -> last token's logits
+TokenIds = Sequence[int] | np.ndarray  # a state's tokens: a list as tokenized, an array as the host cache keeps them
 
 
 def kernel_class(size: int) -> int:
@@ -39,7 +40,7 @@ def kernel_class(size: int) -> int:
     return SINGLE if size == 1 else TILED if size >= TILE else ROW
 
 
-def common_prefix(held: Sequence[int], new: Sequence[int]) -> int:
+def common_prefix(held: TokenIds, new: TokenIds) -> int:
     """Length of the longest common token prefix."""
     length = min(len(held), len(new))
     differ = np.flatnonzero(np.asarray(held[:length], dtype=np.int64) != np.asarray(new[:length], dtype=np.int64))
@@ -84,7 +85,7 @@ class ReuseRule:
                 return keep
         return 0
 
-    def keep_of(self, held: Sequence[int], new: Sequence[int]) -> int:
+    def keep_of(self, held: TokenIds, new: TokenIds) -> int:
         """Tokens of the `held` state's tokens to keep for the `new` state's (their shared opening, where safe)."""
         return self.keep(len(held), common_prefix(held, new), len(new))
 

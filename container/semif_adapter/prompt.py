@@ -22,7 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 
-from .question import Debias, Question
+from .question import Debias, Question, canonical_state
 
 SLOT_LETTERS = "ABCDEFGHIJKLMNOP"  # one single-token slot label per option, at most 16
 # v3 / answers-v2: the same text as v2 / v1, the criterion's key moved from the question's piece into the cached
@@ -116,13 +116,6 @@ class PromptPlan:
         """The whole prompt up to and including one branch, as a model would read it in one piece."""
         pieces = (self.head, self.state, *(t.text for t in self.common), *(t.text for t in self.branches[branch].texts))
         return "".join(pieces)
-
-
-def canonical_state(state: object) -> str:
-    """A JSON object/array state is serialised one way only, so equal states cache alike."""
-    if isinstance(state, str):
-        return json.dumps(state, ensure_ascii=False)
-    return json.dumps(state, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _quoted(text: str) -> str:

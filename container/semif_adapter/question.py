@@ -8,6 +8,7 @@ the core; a third contract would be one more door.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -43,7 +44,7 @@ class Answer:
 
 @dataclass(frozen=True)
 class Question:
-    state: Any  # str, or a JSON object/array (serialised canonically by the prompt)
+    state: Any  # str, or a JSON object/array (serialised by `canonical_state`)
     criterion: Any  # str, or a JSON object/array (System One's structured instructions)
     answers: tuple[Answer, ...]
     method: Scoring
@@ -54,3 +55,10 @@ class Question:
     def canonical_order(self) -> list[int]:
         """Answer indexes sorted by their stable id: any input order gives the same prompts and numbers."""
         return sorted(range(len(self.answers)), key=lambda i: self.answers[i].id)
+
+
+def canonical_state(state: object) -> str:
+    """A state (or criterion) as JSON, one way only: equal states prompt, cache and batch alike."""
+    if isinstance(state, str):
+        return json.dumps(state, ensure_ascii=False)
+    return json.dumps(state, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

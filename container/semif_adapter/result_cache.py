@@ -13,8 +13,7 @@ import threading
 from collections import OrderedDict
 
 from .methods import MethodScores
-from .prompt import canonical_state
-from .question import Question
+from .question import Question, canonical_state
 
 
 def result_key(question: Question) -> bytes:

@@ -35,7 +35,8 @@ class Scores:
 def softmax(values: np.ndarray) -> np.ndarray:
     """Exactly rounded normaliser (fsum): the same options in another order give the same bits."""
     shifted = np.exp(values - values.max())
-    return shifted / math.fsum(shifted.tolist())
+    normalised: np.ndarray = shifted / math.fsum(shifted.tolist())
+    return normalised
 
 
 def answer_bias(question: Question, bias: float) -> np.ndarray:
@@ -53,14 +54,17 @@ def calibrated_logits(raw: MethodScores, calibration: MethodCalibration | None,
     if calibration is None:
         return raw.option_logits
     if calibration.answer_bias is not None and question is not None:
-        return raw.option_logits / calibration.temperature + answer_bias(question, calibration.answer_bias)
+        tilt = answer_bias(question, calibration.answer_bias)
+        tilted: np.ndarray = raw.option_logits / calibration.temperature + tilt
+        return tilted
     bias = np.zeros_like(raw.option_logits)
     for order in raw.orders:
         for slot, index in enumerate(order):
             bias[index] += calibration.bias(slot)
     if raw.orders:
         bias /= len(raw.orders)
-    return (raw.option_logits - bias) / calibration.temperature
+    calibrated: np.ndarray = (raw.option_logits - bias) / calibration.temperature
+    return calibrated
 
 
 def warnings_for(raw: MethodScores, probabilities: np.ndarray) -> list[str]:

@@ -11,8 +11,7 @@ from typing import Any
 
 from .errors import ServiceError
 from .identity import ModelIdentity
-from .prompt import canonical_state
-from .question import Question
+from .question import Question, canonical_state
 from .request_schema import DecisionRequest, validate_document, validate_request
 from .response import render
 from .service import Decided

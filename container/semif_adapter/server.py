@@ -143,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         service.close()
     if failure:
-        error = failure[0]
-        expected = isinstance(error, RuntimeStartError | ModelIntegrityError)
-        reason = str(error) if expected else f"{type(error).__name__}: {error}"
+        load_error = failure[0]
+        expected = isinstance(load_error, RuntimeStartError | ModelIntegrityError)
+        reason = str(load_error) if expected else f"{type(load_error).__name__}: {load_error}"
         LOG.error("startup failed: %s", reason)
         return 1
     return 0

@@ -30,8 +30,8 @@ from .kv_engine import DecisionEngine, DecodeAbortedError, worker_engines
 from .llama_runtime import LlamaRuntime
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
 from .prefix_cache import PrefixCache, default_budget
-from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT, canonical_state
-from .question import Answer, Question, Scoring
+from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
+from .question import Answer, Question, Scoring, canonical_state
 from .result_cache import ResultCache, result_key
 from .scoring import Scores, score
 from .settings import Settings

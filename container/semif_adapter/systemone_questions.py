@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .prompt import canonical_state
-from .question import Answer, Kind, Question, Scoring
+from .question import Answer, Kind, Question, Scoring, canonical_state
 from .systemone_frames import DEFAULT_FRAMES, Frames
 from .systemone_schema import ChoiceQuestion, NoulQuestion, ScoreQuestion, SystemOneRequest, Text
 

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .gguf_header import GGUFHeaderError, read_gguf_info
-from .model_files import SHARD_PATTERN
+from ..gguf_header import GGUFHeaderError, read_gguf_info
+from ..model_files import SHARD_PATTERN
 
 # Types a model can be converted to without an importance matrix (llama.cpp refuses the IQ1/IQ2/IQ3_XXS types
 # without one), by the name llama.cpp's quantize tool uses; each is `LLAMA_FTYPE_MOSTLY_<name>`.
@@ -73,7 +73,7 @@ def convert(source: Path, output_dir: Path, type_name: str, *, threads: int | No
     """Write `source` re-encoded as `type_name` into `output_dir`; the file appears only when complete."""
     import llama_cpp  # here, not at import: the CDK app imports this module for CONVERT_TYPES alone
 
-    from .llama_runtime import _forward_native_log, _load_backends
+    from ..llama_runtime import FORWARD_NATIVE_LOG, load_backends
 
     type_name = require_type(type_name)
     try:
@@ -92,19 +92,19 @@ def convert(source: Path, output_dir: Path, type_name: str, *, threads: int | No
     params.nthread = threads or len(os.sched_getaffinity(0))
     notes: list[str] = []
 
-    @llama_cpp.llama_log_callback
-    def collect(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+    def note(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
         line = text.decode("utf-8", errors="replace").strip()
         if level in (3, 4) and any(marker in line for marker in SUMMARY_MARKERS):
             notes.append(line.split(": ", 1)[-1] if line.startswith("llama_model_quantize") else line)
 
-    _load_backends()
+    collect = llama_cpp.llama_log_callback(note)  # alive until the log is pointed back below
+    load_backends()
     started = time.perf_counter()
     llama_cpp.llama_log_set(collect, ctypes.c_void_p())
     try:
         status = llama_cpp.llama_model_quantize(str(source).encode(), str(partial).encode(), ctypes.byref(params))
     finally:
-        llama_cpp.llama_log_set(_forward_native_log, ctypes.c_void_p())
+        llama_cpp.llama_log_set(FORWARD_NATIVE_LOG, ctypes.c_void_p())
     if status != 0:
         partial.unlink(missing_ok=True)
         detail = "; ".join(notes[-3:]) or "see llama.cpp's log"

@@ -14,16 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ..kv_engine import DecisionEngine
+from ..llama_runtime import LlamaRuntime
+from ..methods import Letters, Likelihood, Method, Pmi, Work
+from ..prefix_cache import PrefixCache
+from ..prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
+from ..question import Scoring
+from ..request_schema import Decision, DecisionRequest
+from ..scoring import score
+from ..settings import load_settings
+from ..tokens import PromptTokenizer
 from .agreement_cases import DECISIONS
-from .kv_engine import DecisionEngine
-from .llama_runtime import LlamaRuntime
-from .methods import Letters, Likelihood, Method, Pmi, Work
-from .prefix_cache import PrefixCache
-from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
-from .request_schema import Decision, DecisionRequest, Scoring
-from .scoring import score
-from .settings import load_settings
-from .tokens import PromptTokenizer
 
 CONTEXT = "2048"  # the fixed decisions are short; a small context keeps a large model's KV memory small
 METHODS = tuple(scoring.value for scoring in Scoring)

@@ -23,8 +23,11 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from functools import cache
 from importlib import resources
+from typing import Any
 
-PREFIX = "SM_LLAMA_CPP_"
+from ..settings import LLAMA_PREFIX
+
+PREFIX = LLAMA_PREFIX  # `SM_LLAMA_CPP_`: one spelling, the adapter settings' (this module's users name it PREFIX)
 CONSUMED = frozenset({"MODEL", "MODEL_DIR", "PORT"})  # read by the entry point, never passed as flags
 # Set by the DLC's entry point itself; a second value would break the nginx -> llama-server wiring.
 RESERVED = frozenset({"--host", "--port"})
@@ -89,12 +92,10 @@ class Flag:
                 for k, v in document.items()}
 
     @classmethod
-    def from_json(cls, document: Mapping[str, object]) -> Flag:
-        values = dict(document)
-        values["arity"] = Arity(values["arity"])
-        values["type"] = ValueType(values.get("type", ValueType.NONE))
-        values["choices"] = tuple(values.get("choices", ()))  # type: ignore[arg-type]
-        return cls(**values)  # type: ignore[arg-type]
+    def from_json(cls, document: Mapping[str, Any]) -> Flag:
+        return cls(Arity(document["arity"]), ValueType(document.get("type", ValueType.NONE)),
+                   tuple(document.get("choices", ())), document.get("minimum"), document.get("maximum"),
+                   bool(document.get("multiple", False)), document.get("removed"))
 
 
 @dataclass(frozen=True)

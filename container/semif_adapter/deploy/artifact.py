@@ -17,10 +17,10 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import IO
 
-from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
-from .model_files import (
+from ..gguf_header import ByteReader, GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
+from ..model_files import (
     MAX_DEPTH,
     SHARD_PATTERN,
     ModelFileError,
@@ -100,7 +100,7 @@ def chat_template_warning(has_chat_template: bool | None) -> str | None:
 class _Digesting(io.RawIOBase):
     """A pass-through stream that hashes (and reports) every byte it carries."""
 
-    def __init__(self, inner: BinaryIO, digest: hashlib._Hash, progress: Progress | None) -> None:
+    def __init__(self, inner: IO[bytes], digest: hashlib._Hash, progress: Progress | None) -> None:
         self._inner, self._digest, self._progress = inner, digest, progress
         self.count = 0
 
@@ -168,15 +168,15 @@ def build_tarball(
     file_digests: dict[PurePosixPath, str] = {}
     tar_digest = hashlib.sha256()
     with partial.open("wb") as raw_out:
-        counted_out = _Digesting(raw_out, tar_digest, None)  # type: ignore[arg-type]
-        with (gzip.GzipFile(fileobj=counted_out, mode="wb", mtime=0, filename="",  # type: ignore[arg-type]
+        counted_out = _Digesting(raw_out, tar_digest, None)
+        with (gzip.GzipFile(fileobj=counted_out, mode="wb", mtime=0, filename="",
                             compresslevel=GZIP_LEVEL) as gz,
               tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar):
             for path in sorted(files, key=lambda p: p.name):
                 digest = hashlib.sha256()
                 with path.open("rb") as stream:
                     member = _fixed_member(path.name, path.stat().st_size)
-                    tar.addfile(member, _Digesting(stream, digest, progress))  # type: ignore[arg-type]
+                    tar.addfile(member, _Digesting(stream, digest, progress))
                 file_digests[PurePosixPath(path.name)] = digest.hexdigest()
     os.replace(partial, output)
     return ArtifactReport(
@@ -203,7 +203,7 @@ def _fixed_member(name: str, size: int) -> tarfile.TarInfo:
     return member
 
 
-def _read_info(stream: BinaryIO, where: Path | str, file_bytes: int) -> GGUFInfo:
+def _read_info(stream: ByteReader, where: Path | str, file_bytes: int) -> GGUFInfo:
     """The header of one GGUF file, refused when unreadable or when the file is shorter than its tensor data."""
     try:
         info = read_gguf_info(stream)
@@ -223,9 +223,9 @@ def check_tarball(tarball: Path, *, allow_projector: bool = False,
     file_digests: dict[PurePosixPath, str] = {}
     tar_digest = hashlib.sha256()
     with tarball.open("rb") as raw:
-        counted = _Digesting(raw, tar_digest, progress)  # type: ignore[arg-type]
+        counted = _Digesting(raw, tar_digest, progress)
         try:
-            with tarfile.open(fileobj=counted, mode="r|*") as tar:  # type: ignore[call-overload]
+            with tarfile.open(fileobj=counted, mode="r|*") as tar:
                 for member in tar:
                     name = _member_path(tarball, member)
                     if member.isdir():
@@ -236,8 +236,8 @@ def check_tarball(tarball: Path, *, allow_projector: bool = False,
                     stream = tar.extractfile(member)
                     assert stream is not None  # regular files always have a stream
                     digest = hashlib.sha256()
-                    hashing = _Digesting(stream, digest, None)  # type: ignore[arg-type]
-                    infos[name] = _read_info(hashing, f"{tarball}:{name}", member.size)  # type: ignore[arg-type]
+                    hashing = _Digesting(stream, digest, None)
+                    infos[name] = _read_info(hashing, f"{tarball}:{name}", member.size)
                     while hashing.read(CHUNK_BYTES):
                         pass
                     file_digests[name], sizes[name] = digest.hexdigest(), member.size
