@@ -95,6 +95,7 @@ def test_corrupt_archive_is_refused(tmp_path):
         check_tarball(broken)
 
 
+@pytest.mark.slow  # packages the embedded model's 95 MB twice
 def test_build_is_byte_identical_and_passes_its_own_check(tmp_path):
     model = embedded_model_path()
     first = build_tarball(model, tmp_path / "one" / "model.tar.gz")
@@ -140,6 +141,7 @@ KERNEL_WARNINGS = {"smollm2": "package_model: warning: 100% of the weights (Q4_1
                               "repacked or tiled CPU kernel", "gemma3": None}
 
 
+@pytest.mark.slow  # packages each matrix model (up to 241 MB) and checks it
 @pytest.mark.parametrize("model", MATRIX)
 def test_cli_packages_then_checks(tmp_path, model: MatrixModel):
     out = tmp_path / "model.tar.gz"
@@ -176,6 +178,7 @@ def test_cli_refusal_is_one_line_with_file_and_rule(make_gguf, make_tarball):
     assert str(tarball) in result.stderr and "exactly one is allowed" in result.stderr
 
 
+@pytest.mark.slow  # reads and packs half of the embedded model three times
 def test_a_truncated_gguf_is_refused_when_packaging_checking_and_by_the_cli(tmp_path, make_tarball):
     """The model cut to half its size used to package with exit 0 and fail only on the endpoint."""
     half = embedded_model_path().read_bytes()[: embedded_model_path().stat().st_size // 2]
