@@ -25,8 +25,17 @@ EPILOG = """\
 
 
 def commands() -> Commands:
-    return Commands(TOOLS, description=__doc__.splitlines()[0], epilog=EPILOG,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    return Commands(TOOLS, description=__doc__.splitlines()[0], epilog=EPILOG, formatter_class=_Formatter)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Every command's name on its summary's line: Python 3.11's argparse sizes the column without the commands."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        for name in getattr(action, "choices", None) or ():
+            width = len(name) + self._current_indent + 2 * self._indent_increment
+            self._action_max_length = max(self._action_max_length, width)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
