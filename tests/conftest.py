@@ -1,6 +1,7 @@
-"""Fixtures for the local endpoints: real servers, started once, stopped with proof of no orphans.
+"""Fixtures for the local endpoints: real servers, started once, stopped with proof of no orphans; and the `slow` mark
+of every test that needs the model, a server or the image (what `make test-fast` leaves out).
 
-`local_endpoints` runs `scripts/local_endpoints.py` exactly as a user does (a
+`local_endpoints` runs `semif local` exactly as a user does (`python -m scripts.local`, a
 subprocess on a free port, the embedded model) once per test session; its
 teardown sends SIGTERM and fails if the gateway does not exit 0 or leaves any
 process behind. `spawn_gateway` starts extra instances for lifecycle tests;
@@ -32,11 +33,25 @@ from semif_adapter.embedded_model import embedded_model_path
 REPO = Path(__file__).resolve().parents[1]
 STARTUP_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
+# What `make test-fast` (pytest -m "not slow") leaves out besides the tests marked `slow` where they are written: a
+# test that uses one of these fixtures, itself or through another (the model served by the local endpoints or an
+# adapter, the decision image), and the tests of these modules (the model in process, a CLI over every environment).
+SLOW_FIXTURES = frozenset({"local_endpoints", "spawn_gateway", "adapter", "start_adapter", "matrix_adapter",
+                           "decision_image", "local_adapter"})
+SLOW_MODULES = frozenset({"adapter/test_engine_caches.py", "adapter/test_workers.py", "cdk/test_cdk_cli.py",
+                          "security/test_security_checkov.py"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.path.relative_to(REPO / "tests").as_posix()
+        if module in SLOW_MODULES or SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @dataclass
 class RunningGateway:
-    """One `scripts/local_endpoints.py` process and where its output went."""
+    """One `semif local` process and where its output went."""
 
     url: str
     port: int
@@ -76,8 +91,7 @@ def _start(tmp: Path, extra: tuple[str, ...], env: dict[str, str] | None) -> Run
     log_dir, output = tmp / "logs", tmp / "local_endpoints.out"
     with output.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, str(REPO / "scripts" / "local_endpoints.py"), "--port", str(port),
-             "--log-dir", str(log_dir), *extra],
+            [sys.executable, "-m", "scripts.local", "--port", str(port), "--log-dir", str(log_dir), *extra],
             cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     return RunningGateway(f"http://{LOOPBACK}:{port}", port, process, log_dir, output)
 

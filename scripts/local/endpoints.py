@@ -26,7 +26,6 @@ from .processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
 
 REPO = Path(__file__).resolve().parents[2]
 DECISION_SERVE = REPO / "container" / "serve"
-DEFAULT_PREFIX = "local"
 DECISION_ROLE = "decision"
 ROLES = ("chat", DECISION_ROLE)
 STARTUP_TIMEOUT_S = 180.0  # model load is about a second for the embedded model; big models need more

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-import boto3
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -43,7 +42,7 @@ from semif_decision_client.systemone_front import (
 )
 from semif_decision_client.systemone_wire import Answer, Call, Target
 
-from ..smoke import LOCAL_CREDENTIALS, LOCAL_REGION
+from ..common.discovery import local_session
 from .systemone_door import DecisionDoor, error
 
 
@@ -72,7 +71,7 @@ class LocalFront:
         host, port = request.scope["server"]
         url = f"http://{host}:{port}"
         if url not in self._clients:
-            session = boto3.Session(region_name=LOCAL_REGION, **LOCAL_CREDENTIALS)
+            session = local_session()
             self._clients[url] = runtime_client(session=session, endpoint_url=url, max_attempts=1,
                                                 read_timeout_s=self.read_timeout_s)
         return self._clients[url]

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from scripts.harness.reliability.rawhttp import RawResponse, connect, read_response, request_head
 from scripts.local.processes import wait_until
-from scripts.reliability.rawhttp import RawResponse, connect, read_response, request_head
 from semif_adapter.embedded_model import embedded_model_path
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench.http_runs import parse_choice
+from scripts.harness.bench.http_runs import parse_choice
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def test_parse_choice_reads_letters_phrases_and_descriptions() -> None:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench")
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_decisions.py"), "--quick", "--out", str(out),
+    subprocess.run([sys.executable, "-m", "scripts.harness.bench", "--quick", "--out", str(out),
                     "--variant-env", "OMP_WAIT_POLICY=passive"], check=True, timeout=1200, cwd=ROOT)
     return out
 

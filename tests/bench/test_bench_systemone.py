@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench.report import _cell
-from scripts.bench.systemone_floor import Layout, Piece, RawFloor, reported_layout
-from scripts.bench.systemone_phases import extra_question_cost
-from scripts.bench.systemone_quality import argmax_accuracy
-from scripts.bench.systemone_workload import QUESTION_BANK, option_names, options_body, questions_body
+from scripts.harness.bench.report import _cell
+from scripts.harness.bench.systemone_floor import Layout, Piece, RawFloor, reported_layout
+from scripts.harness.bench.systemone_phases import extra_question_cost
+from scripts.harness.bench.systemone_quality import argmax_accuracy
+from scripts.harness.bench.systemone_workload import QUESTION_BANK, option_names, options_body, questions_body
 from semif_adapter.embedded_model import embedded_model_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def test_argmax_accuracy_counts_as_jevbench_does() -> None:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("systemone")
-    subprocess.run([sys.executable, "-m", "scripts.bench.systemone", "--quick", "--mock", "--out", str(out)],
+    subprocess.run([sys.executable, "-m", "scripts.harness.bench.systemone", "--quick", "--mock", "--out", str(out)],
                    check=True, timeout=600, cwd=ROOT)
     return out
 

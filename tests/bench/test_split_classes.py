@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench import split_classes
+from scripts.harness.bench import split_classes
 
 pytestmark = pytest.mark.slow
 

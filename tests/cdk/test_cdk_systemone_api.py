@@ -15,8 +15,8 @@ import pytest
 from aws_cdk import aws_apigateway as apigw
 from cdk_support import CERTIFICATE_ARN, Synth, acknowledgements, acknowledgements_in_effect, as_list
 
-from scripts.keys import OUTPUTS as KEYS_OUTPUTS
-from scripts.smoke_systemone import URL_OUTPUT
+from scripts.keys.store import OUTPUTS as KEYS_OUTPUTS
+from scripts.smoke.systemone import URL_OUTPUT
 from semif_decision_client.systemone_front import ACCESS_LOG_FIELDS, DENIED_MESSAGE, UNAUTHORIZED_MESSAGE
 from stacks.systemone_api.front import BUNDLE, GATEWAY_RESPONSES, STAGE
 

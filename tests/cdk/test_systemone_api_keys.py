@@ -1,4 +1,4 @@
-"""The System One API's keys end to end: `semif keys create|list|revoke` (scripts/keys.py) writes them, the Lambda
+"""The System One API's keys end to end: `semif keys create|list|revoke` (scripts/keys) writes them, the Lambda
 authorizer (stacks/systemone_api/handlers/systemone_authorizer.py) reads and checks them, and the forwarding
 Lambda's event glue (stacks/systemone_api/handlers/systemone_forwarder.py) turns API Gateway's events into the
 front's calls.
@@ -24,9 +24,10 @@ from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 from moto import mock_aws
 
-from scripts import keys as keys_cli
-from scripts.keys import ApiKeyStore, KeysError
-from scripts.smoke import Poller
+from scripts import keys
+from scripts.common.command import parse
+from scripts.common.polling import Poller
+from scripts.keys.store import ApiKeyStore, KeysError, manage
 from semif_adapter.api_keys import HASH_PREFIX, digest
 from semif_adapter.settings import MAX_BODY_BYTES
 from semif_decision_client.systemone_front import Limits, keys_path
@@ -127,8 +128,8 @@ def tool(aws: Any, apigateway: ApiGateway, *argv: str, outputs: dict[str, str] |
     if outputs is None:
         outputs = {"SystemOneApiKeysPath": keys_path(STACK), "SystemOneApiUsagePlanId": PLAN,
                    "SystemOneApiKeysKeyArn": aws.client("kms").list_keys()["Keys"][0]["KeyArn"]}
-    return keys_cli.run(keys_cli.parse_args(list(argv)), session=Session(aws, apigateway, outputs),
-                        poller=Poller(timeout_s=0, progress=print))
+    return manage(parse(keys, list(argv)), session=Session(aws, apigateway, outputs),
+                  poller=Poller(timeout_s=0, progress=print))
 
 
 def authorizer(aws: Any, tmp_path: Path, clock: Clock) -> KeyStore:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.evaluation.calibration_fit import held_out
+from scripts.evaluate.calibration_fit import held_out
 
 HERE = Path(__file__).resolve().parent
 FULL = HERE / "decisions.jsonl"

@@ -1,6 +1,6 @@
 """The figures recomputed by hand from raw answers, for the tests: deliberately not the evaluator's code.
 
-Plain loops over the JSON the adapter returned, following the definitions in `python -m scripts.evaluate --help`.
+Plain loops over the JSON the adapter returned, following the definitions in `semif evaluate --help`.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from evaluation.runs import ADAPTER_ENV, SMALL, EvaluatorRun, evaluate
-from scripts.reliability.servers import Server, start_decision
+from evaluation.runs import ADAPTER_ENV, SMALL, EvaluatorRun, calibrate
+from scripts.harness.reliability.servers import Server, start_decision
 
 
 @pytest.fixture(scope="session")
@@ -32,9 +32,9 @@ def http(adapter: Server) -> Iterator[httpx.Client]:
 @pytest.fixture(scope="session")
 def small_run(adapter: Server, tmp_path_factory: pytest.TempPathFactory) -> EvaluatorRun:
     out = tmp_path_factory.mktemp("evaluation-run")
-    process = evaluate(str(SMALL), "--endpoint-url", adapter.url, "--scoring", "letters",
-                       "--json", str(out / "figures.json"), "--responses", str(out / "responses.jsonl"),
-                       "--plot", str(out / "reliability.png"), "--fit-calibration", str(out / "calibration.json"))
+    process = calibrate(str(SMALL), "-o", str(out / "calibration.json"), "--endpoint-url", adapter.url,
+                        "--scoring", "letters", "--json", str(out / "figures.json"),
+                        "--responses", str(out / "responses.jsonl"), "--plot", str(out / "reliability.png"))
     assert process.returncode == 0, f"exit {process.returncode}\n{process.stdout}\n{process.stderr}"
     return EvaluatorRun(
         process, json.loads((out / "figures.json").read_text()),

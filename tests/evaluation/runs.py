@@ -29,6 +29,14 @@ def evaluate(*args: str, timeout: float = RUN_TIMEOUT_S,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def calibrate(*args: str, timeout: float = RUN_TIMEOUT_S,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`semif calibrate ARGS --no-progress` from the repository root (the venv's `semif`, the checkout's tools)."""
+    semif = Path(sys.executable).with_name("semif")
+    return subprocess.run([str(semif), "calibrate", *args, "--no-progress"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
 def data_builder(name: str) -> ModuleType:
     """A builder script of tests/data (`build_decisions`, ...), loaded as a module: scripts, not a package."""
     spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
@@ -48,7 +56,7 @@ class EvaluatorRun:
     process: subprocess.CompletedProcess[str]
     figures: dict[str, Any]  # the --json document
     responses: list[dict[str, Any]]  # the --responses lines
-    calibration_text: str  # the --fit-calibration document
+    calibration_text: str  # the `semif calibrate` document
     plot: Path
 
     def answers(self, order: str) -> dict[str, dict[str, Any]]:

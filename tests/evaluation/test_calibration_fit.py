@@ -9,7 +9,7 @@ import random
 import pytest
 
 from evaluation.arithmetic import softmax
-from scripts.evaluation.calibration_fit import (
+from scripts.evaluate.calibration_fit import (
     HOLDOUT_PERCENT,
     FitError,
     Fitted,

@@ -11,7 +11,7 @@ import pytest
 
 from evaluation.arithmetic import best_id, expected_calibration_error, softmax
 from evaluation.runs import ADAPTER_ENV, SMALL, EvaluatorRun, small_cases
-from scripts.reliability.servers import start_decision
+from scripts.harness.reliability.servers import start_decision
 from semif_adapter.calibration import parse_calibration
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.runs import SMALL, evaluate
-from scripts.evaluation.cases import CasesError, load_cases
+from evaluation.runs import SMALL, calibrate, evaluate
+from scripts.evaluate.cases import CasesError, load_cases
 from scripts.local.processes import free_port
 
 GOOD = SMALL.read_text(encoding="utf-8").splitlines()[:3]
@@ -120,6 +120,6 @@ def test_usage_errors_exit_2(args: list[str], message: str) -> None:
 def test_a_split_with_no_held_out_case_is_refused_before_sending(tmp_path: Path) -> None:
     path = tmp_path / "one.jsonl"
     path.write_text(GOOD[0] + "\n")
-    result = evaluate(str(path), "--endpoint-url", closed_url(), "--fit-calibration", str(tmp_path / "c.json"))
+    result = calibrate(str(path), "-o", str(tmp_path / "c.json"), "--endpoint-url", closed_url())
     assert result.returncode == 2 and "cannot fit a calibration" in result.stderr
     assert not (tmp_path / "c.json").exists()

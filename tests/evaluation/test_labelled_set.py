@@ -6,8 +6,8 @@ import json
 from collections import Counter, defaultdict
 
 from evaluation.runs import DATA, SMALL, data_builder
-from scripts.evaluation.calibration_fit import held_out
-from scripts.evaluation.cases import load_cases
+from scripts.evaluate.calibration_fit import held_out
+from scripts.evaluate.cases import load_cases
 
 FULL = DATA / "decisions.jsonl"
 

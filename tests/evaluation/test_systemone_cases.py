@@ -6,13 +6,15 @@ Fast: no model, no server (an unreachable URL proves nothing was sent).
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from evaluation.runs import REPO, evaluate
-from scripts.evaluation.cases import CasesError
-from scripts.evaluation.systemone_cases import (
+from evaluation.runs import REPO, calibrate, evaluate
+from scripts.evaluate.cases import CasesError
+from scripts.evaluate.systemone_cases import (
     SEMIF,
     SYSTEMONE,
     check_methods,
@@ -124,15 +126,16 @@ def test_the_cli_stops_on_a_bad_line_before_sending_anything(tmp_path: Path) -> 
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--debias", "permute"], "--debias applies to SemIf decisions only"),
-    (["--scoring", "letters", "--format", "systemone"], "x_scoring letters"),
-    (["--fit-calibration", "{tmp}/calibration.json"], "cannot fit a calibration for choice questions"),
+@pytest.mark.parametrize(("run", "args", "message"), [
+    (evaluate, ["--debias", "permute"], "--debias applies to SemIf decisions only"),
+    (evaluate, ["--scoring", "letters", "--format", "systemone"], "x_scoring letters"),
+    (calibrate, ["-o", "{tmp}/calibration.json"], "cannot fit a calibration for choice questions"),
 ])
-def test_usage_and_unfittable_files_exit_2_before_sending(tmp_path: Path, args: list[str], message: str) -> None:
+def test_usage_and_unfittable_files_exit_2_before_sending(
+        tmp_path: Path, run: Callable[..., subprocess.CompletedProcess[str]], args: list[str], message: str) -> None:
     many = {"type": "choice", "criteria": {f"option {i}": None for i in range(20)}}
     path = write(tmp_path, line(questions={"many": many}, gold={"many": "option 0"}))
-    result = evaluate(str(path), "--endpoint-url", closed_url(), *(a.format(tmp=tmp_path) for a in args))
+    result = run(str(path), "--endpoint-url", closed_url(), *(a.format(tmp=tmp_path) for a in args))
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "calibration.json").exists()
 

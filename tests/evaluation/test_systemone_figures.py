@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
-from scripts.evaluation.systemone_cases import parse_systemone_case
-from scripts.evaluation.systemone_collect import Answered, check_reply
-from scripts.evaluation.systemone_metrics import systemone_method_figures
-from scripts.evaluation.targets import Reply
+from scripts.evaluate.systemone_cases import parse_systemone_case
+from scripts.evaluate.systemone_collect import Answered, check_reply
+from scripts.evaluate.systemone_metrics import systemone_method_figures
+from scripts.evaluate.targets import Reply
 
 NOUL = {"type": "noul", "instructions": "Is it late?"}
 SCORE = {"type": "score", "criteria": ["none", "some", "much"]}

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 from evaluation.arithmetic import softmax
-from scripts.evaluate import write_systemone_calibration
-from scripts.evaluation.calibration_fit import FitError, Fitted, apply_question, calibration_document, fit_question
-from scripts.evaluation.report import systemone_text_report
-from scripts.evaluation.systemone_cases import LabelledQuestion, SystemOneCase
-from scripts.evaluation.systemone_collect import Answered, QuestionAnswer
-from scripts.evaluation.systemone_fit import fit_question_results
-from scripts.evaluation.systemone_metrics import systemone_method_figures
-from scripts.evaluation.targets import Reply
+from scripts.evaluate.calibration_fit import FitError, Fitted, apply_question, calibration_document, fit_question
+from scripts.evaluate.report import systemone_text_report
+from scripts.evaluate.runner import write_systemone_calibration
+from scripts.evaluate.systemone_cases import LabelledQuestion, SystemOneCase
+from scripts.evaluate.systemone_collect import Answered, QuestionAnswer
+from scripts.evaluate.systemone_fit import fit_question_results
+from scripts.evaluate.systemone_metrics import systemone_method_figures
+from scripts.evaluate.targets import Reply
 from semif_adapter.calibration import parse_calibration
 from semif_adapter.methods import MethodScores
 from semif_adapter.question import Answer, Kind, Question, Scoring

@@ -26,10 +26,10 @@ from botocore.stub import Stubber
 from jevcompat.mock import MockConfig, Running
 
 from evaluation.arithmetic import expected_calibration_error, gold_key, systemone_rows
-from evaluation.runs import REPO, evaluate
-from scripts.evaluation.systemone_cases import load_systemone_cases
-from scripts.evaluation.systemone_collect import collect_systemone
-from scripts.evaluation.targets import HttpTarget, RuntimeTarget, TargetError
+from evaluation.runs import REPO, calibrate, evaluate
+from scripts.evaluate.systemone_cases import load_systemone_cases
+from scripts.evaluate.systemone_collect import collect_systemone
+from scripts.evaluate.targets import HttpTarget, RuntimeTarget, TargetError
 from scripts.local.processes import Child, free_port, start_child, wait_for_ping
 
 CASES = REPO / "tests" / "data" / "systemone.jsonl"
@@ -54,9 +54,9 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def run(mock: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("systemone-run")
-    process = evaluate(str(CASES), "--endpoint-url", mock, "--scoring", "pmi", "--temperature", "0.5",
-                       "--json", str(out / "figures.json"), "--responses", str(out / "responses.jsonl"),
-                       "--plot", str(out / "reliability.png"), "--fit-calibration", str(out / "calibration.json"))
+    process = calibrate(str(CASES), "-o", str(out / "calibration.json"), "--endpoint-url", mock, "--scoring", "pmi",
+                        "--temperature", "0.5", "--json", str(out / "figures.json"),
+                        "--responses", str(out / "responses.jsonl"), "--plot", str(out / "reliability.png"))
     return {"process": process, "out": out, "figures": json.loads((out / "figures.json").read_text()),
             "responses": [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]}
 

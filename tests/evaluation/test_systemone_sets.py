@@ -10,8 +10,8 @@ import subprocess
 from collections import Counter, defaultdict
 
 from evaluation.runs import DATA, data_builder
-from scripts.evaluation.calibration_fit import held_out
-from scripts.evaluation.systemone_cases import load_systemone_cases
+from scripts.evaluate.calibration_fit import held_out
+from scripts.evaluate.systemone_cases import load_systemone_cases
 
 OWN = DATA / "systemone.jsonl"
 REPO = DATA.parents[1]

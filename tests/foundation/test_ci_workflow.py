@@ -25,16 +25,16 @@ def test_the_workflow_bootstraps_tests_synthesizes_every_environment_and_caches(
     assert set(cached) == {"~/.cache/pip", "~/.npm", "~/.cache/semif-sagemaker/llama.cpp",
                            "~/.cache/semif-sagemaker/sdist", "~/.cache/semif-sagemaker/venvs",
                            "~/.cache/semif-sagemaker/models"}
-    assert "scripts/pypi_models.py" in cached["~/.cache/semif-sagemaker/models"]
+    assert "scripts/dev/pypi_models.py" in cached["~/.cache/semif-sagemaker/models"]
     assert "package-lock.json" in cached["~/.npm"]
     assert "requirements*.txt" in cached["~/.cache/pip"]
     llama_cpp = cached["~/.cache/semif-sagemaker/llama.cpp"]
-    assert "container/requirements.txt" in llama_cpp and "scripts/build_llama_cpp.py" in llama_cpp
+    assert "container/requirements.txt" in llama_cpp and "scripts/dev/build_llama_cpp.py" in llama_cpp
     assert cached["~/.cache/semif-sagemaker/sdist"] == llama_cpp
     # A saved entry is never rewritten: the venvs' key names all they are built from, the Python included.
     venvs = cached["~/.cache/semif-sagemaker/venvs"]
-    for source in ("requirements*.txt", "container/requirements.txt", "scripts/bootstrap.sh",
-                   "scripts/build_llama_cpp.py", "steps.python.outputs.python-version"):
+    for source in ("requirements*.txt", "container/requirements.txt", "scripts/dev/bootstrap.sh",
+                   "scripts/dev/build_llama_cpp.py", "steps.python.outputs.python-version"):
         assert source in venvs, source
     python = next(step for step in steps if step.get("uses", "").startswith("actions/setup-python@"))
     assert python["id"] == "python"

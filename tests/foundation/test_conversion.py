@@ -18,7 +18,6 @@ from semif_adapter.gguf_header import read_gguf_info
 from semif_adapter.kernel_paths import KernelReport, kernel_report, weight_type_bytes
 from semif_adapter.quantize import ConversionError, convert, converted_name, require_type
 
-ROOT = Path(__file__).resolve().parents[2]
 Q4_1_BLOCK = (32, 20)  # elements, bytes
 
 
@@ -85,9 +84,10 @@ def test_a_model_agrees_with_itself_exactly() -> None:
         assert (method.decisions, method.same_top, method.max_abs_dp, method.mean_abs_dp) == (1, 1, 0.0, 0.0)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "package_model.py"), *args],
-                          capture_output=True, text=True, check=False)
+def run_cli(*args: str, command: str = "package") -> subprocess.CompletedProcess[str]:
+    """`semif package ARGS` (or another command): the venv's `semif`, running the checkout's tools."""
+    return subprocess.run([str(Path(sys.executable).with_name("semif")), command, *args], capture_output=True,
+                          text=True, check=False)
 
 
 CONVERTED_NAMES = {"smollm2": "SmolLM2-135M-Instruct.Q8_0.gguf", "gemma3": "gemma-3-270m-Q8_0.gguf"}
@@ -124,6 +124,6 @@ def test_cli_refuses_conversions_in_one_line(tmp_path: Path) -> None:
     assert same.returncode == 2 and same.stderr.count("\n") == 1 and "already Q4_1" in same.stderr
     unknown = run_cli(str(embedded_model_path()), "--convert", "Q9_9")
     assert unknown.returncode == 2 and "invalid choice: 'Q9_9'" in unknown.stderr
-    check = run_cli("--check", str(tmp_path / "m.tar.gz"), "--convert", "Q8_0")
-    assert check.returncode == 2 and "--convert applies to a MODEL.gguf" in check.stderr
+    check = run_cli(str(tmp_path / "m.tar.gz"), "--convert", "Q8_0", command="check")
+    assert check.returncode == 2 and "unrecognized arguments: --convert Q8_0" in check.stderr  # a MODEL.gguf's
     assert not (tmp_path / "m.tar.gz").exists()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import lock_image_requirements as locks
+from scripts.dev import lock_image_requirements as locks
 
 
 def test_the_committed_locks_match_their_inputs() -> None:

@@ -15,8 +15,6 @@ from semif_adapter.artifact import build_tarball, check_tarball
 from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.model_files import ModelFileError, resolve_model_path, scan_model_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def gguf_bytes(make_gguf, name: str = "m.gguf", **kwargs) -> bytes:
     return make_gguf(f"src/{name}", **kwargs).read_bytes()
@@ -97,6 +95,7 @@ def test_corrupt_archive_is_refused(tmp_path):
         check_tarball(broken)
 
 
+@pytest.mark.slow  # packages the embedded model's 95 MB twice
 def test_build_is_byte_identical_and_passes_its_own_check(tmp_path):
     model = embedded_model_path()
     first = build_tarball(model, tmp_path / "one" / "model.tar.gz")
@@ -130,9 +129,10 @@ def test_directory_discovery_is_strict(make_gguf, tmp_path):
         scan_model_dir(tmp_path / "deep")
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "package_model.py"), *args],
-                          capture_output=True, text=True, check=False)
+def run_cli(*args: str, command: str = "package") -> subprocess.CompletedProcess[str]:
+    """`semif package ARGS` (or another command): the venv's `semif`, running the checkout's tools."""
+    return subprocess.run([str(Path(sys.executable).with_name("semif")), command, *args], capture_output=True,
+                          text=True, check=False)
 
 
 # What packaging prints about each matrix model's weights (bytes per type, read by ggml) and the kernel warning.
@@ -143,6 +143,7 @@ KERNEL_WARNINGS = {"smollm2": "package_model: warning: 100% of the weights (Q4_1
                              "no tiled CPU kernel"}
 
 
+@pytest.mark.slow  # packages each matrix model (up to 241 MB) and checks it
 @pytest.mark.parametrize("model", MATRIX)
 def test_cli_packages_then_checks(tmp_path, model: MatrixModel):
     out = tmp_path / "model.tar.gz"
@@ -157,7 +158,7 @@ def test_cli_packages_then_checks(tmp_path, model: MatrixModel):
     kernels = [line for line in built.stderr.splitlines() if "kernel" in line]
     assert [line.startswith(KERNEL_WARNINGS[model.name] or "") for line in kernels] == \
         ([True] if KERNEL_WARNINGS[model.name] else [])
-    checked = run_cli("--check", str(out))
+    checked = run_cli(str(out), command="check")
     assert checked.returncode == 0, checked.stderr
     sha_line = next(line for line in built.stdout.splitlines() if line.startswith("tarball sha256"))
     assert sha_line in checked.stdout
@@ -173,12 +174,13 @@ def test_cli_packages_then_checks(tmp_path, model: MatrixModel):
 
 def test_cli_refusal_is_one_line_with_file_and_rule(make_gguf, make_tarball):
     tarball = make_tarball([("a.gguf", gguf_bytes(make_gguf, "a.gguf")), ("b.gguf", gguf_bytes(make_gguf, "b.gguf"))])
-    result = run_cli("--check", str(tarball))
+    result = run_cli(str(tarball), command="check")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert str(tarball) in result.stderr and "exactly one is allowed" in result.stderr
 
 
+@pytest.mark.slow  # reads and packs half of the embedded model three times
 def test_a_truncated_gguf_is_refused_when_packaging_checking_and_by_the_cli(tmp_path, make_tarball):
     """The model cut to half its size used to package with exit 0 and fail only on the endpoint."""
     half = embedded_model_path().read_bytes()[: embedded_model_path().stat().st_size // 2]
@@ -208,7 +210,7 @@ def test_a_directory_is_called_a_directory_not_a_missing_file(tmp_path):
     result = run_cli(str(tmp_path / "models"), "-o", str(tmp_path / "out.tar.gz"))
     assert result.returncode == 2
     assert "models: is a directory, not a model file; give the .gguf file inside it" in result.stderr
-    checked = run_cli("--check", str(tmp_path / "models"))
+    checked = run_cli(str(tmp_path / "models"), command="check")
     assert checked.returncode == 2 and "is a directory, not a model.tar.gz" in checked.stderr
     with pytest.raises(ModelFileError, match="is a directory, not a model file"):
         resolve_model_path(str(tmp_path / "models"), tmp_path)

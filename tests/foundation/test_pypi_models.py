@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.pypi_models import GEMMA3_270M, MODELS, PypiModel, PypiModelMissingError
+from scripts.dev.pypi_models import GEMMA3_270M, MODELS, PypiModel, PypiModelMissingError
 
 
 def test_the_bootstrap_installed_the_pinned_file_and_a_second_install_does_nothing() -> None:

@@ -25,7 +25,7 @@ LLAMA_ENV = {"SM_LLAMA_CPP_CTX_SIZE": "4096", "SM_LLAMA_CPP_THREADS": "2", "SM_L
 @pytest.fixture(scope="session")
 def decision_image() -> BuiltImage:
     missing = missing_tools()
-    if missing:  # `make test` installs them (scripts/bootstrap.sh); a bare pytest run may not have
+    if missing:  # `make test` installs them (scripts/dev/bootstrap.sh); a bare pytest run may not have
         pytest.fail(f"{', '.join(missing)} not installed: run `make bootstrap` (it installs the image test's tools)")
     return build_decision_image()
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from standin_dlc import ensure_standin_image
 
-from scripts.build_llama_cpp import cache_root
+from scripts.dev.build_llama_cpp import cache_root
 from scripts.local.processes import LOOPBACK, free_port
 from stacks.build import CONTAINER_DIR
 from stacks.config import ImageBuild

@@ -20,8 +20,8 @@ import pytest
 from decision_container import PODMAN, BuiltImage, Serving, inspect, ulimits
 from standin_dlc import LLAMA_DIR
 
-from scripts.reliability.bodies import STATES, decision
-from scripts.reliability.rawhttp import connect, read_response, request_head
+from scripts.harness.reliability.bodies import STATES, decision
+from scripts.harness.reliability.rawhttp import connect, read_response, request_head
 
 SITE = "/opt/semif/lib/python3.11/site-packages"
 BINDINGS_LIB = f"{SITE}/llama_cpp/lib/"

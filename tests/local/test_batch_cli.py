@@ -24,7 +24,8 @@ from starlette.routing import Route
 
 from local.test_batch_parts import systemone_lines
 from scripts import batch
-from scripts.batch_sample import sample_lines
+from scripts.batch.sample import sample_lines
+from scripts.common.command import parse
 from scripts.local.processes import wait_until
 
 pytestmark = pytest.mark.slow
@@ -316,14 +317,14 @@ def test_an_answer_of_the_wrong_shape_is_not_written(scripted: Callable[..., str
 ])
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
     with pytest.raises(SystemExit) as stopped:
-        batch.parse_args(["in.jsonl", "-o", "out.jsonl", *args])
+        parse(batch, ["in.jsonl", "-o", "out.jsonl", *args])
     assert stopped.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_s3_input_needs_a_transform(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        batch.parse_args(["s3://bucket/in.jsonl", "-o", "out.jsonl", "--local"])
+        parse(batch, ["s3://bucket/in.jsonl", "-o", "out.jsonl", "--local"])
     assert "add --transform" in capsys.readouterr().err
 
 

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from support.systemone import NOUL, SCORE, body
 
-from scripts.batch_sample import QUESTIONS, sample_lines, ticket
-from scripts.batching.chunking import plan_chunks
-from scripts.batching.errors import BatchRefused
-from scripts.batching.join import JoinError, Result, failed, join
-from scripts.batching.progress import Summary
-from scripts.batching.records import InputFile, InputRecord, parse_input
-from scripts.batching.resume import OrderedWriter, read_previous
-from scripts.batching.s3_objects import S3Location
-from scripts.batching.transform import JobPlan, job_name, job_request
+from scripts.batch.chunking import plan_chunks
+from scripts.batch.errors import BatchRefused
+from scripts.batch.join import JoinError, Result, failed, join
+from scripts.batch.progress import Summary
+from scripts.batch.records import InputFile, InputRecord, parse_input
+from scripts.batch.resume import OrderedWriter, read_previous
+from scripts.batch.s3_objects import S3Location
+from scripts.batch.sample import QUESTIONS, sample_lines, ticket
+from scripts.batch.transform import JobPlan, job_name, job_request
 
 
 def systemone_lines(count: int, seed: int) -> list[str]:

@@ -25,8 +25,11 @@ from botocore.stub import ANY, Stubber
 from local.test_batch_parts import systemone_lines
 from local.test_smoke_aws import FakeTime
 from scripts import batch
-from scripts.batch_sample import sample_lines
-from scripts.batching.join import answer_lines
+from scripts.batch import runner
+from scripts.batch.join import answer_lines
+from scripts.batch.sample import sample_lines
+from scripts.common.command import parse
+from scripts.common.polling import Poller
 
 pytestmark = pytest.mark.slow
 REGION = "us-east-1"
@@ -179,8 +182,8 @@ def _finish(aws: Aws, outcome: dict[str, Any], output: bytes | None) -> None:
 
 
 def _cli(input_path: str, output: Path, *extra: str) -> Any:
-    return batch.parse_args([input_path, "-o", str(output), "--transform", "--env", "dev", "--instance-count", "2",
-                             "--job-name", JOB, *extra])
+    return parse(batch, [input_path, "-o", str(output), "--transform", "--env", "dev", "--instance-count", "2",
+                         "--job-name", JOB, *extra])
 
 
 def _expected_output(job_lines: list[str], assembled: bytes) -> list[bytes]:
@@ -203,7 +206,7 @@ def test_transform_job_runs_and_its_output_is_joined(aws: Aws, tmp_path: Path, t
     _start(aws)
     _finish(aws, _job("Completed", UPLOADED), assembled)
     clock = FakeTime()
-    summary = batch.run(_cli(str(tickets), output), session=aws, poller=clock.poller(timeout_s=600, interval_s=60))
+    summary = runner.answer(_cli(str(tickets), output), session=aws, poller=clock.poller(timeout_s=600, interval_s=60))
     for stub in aws.stubs.values():
         stub.assert_no_pending_responses()
     assert aws.uploads == [tickets.read_bytes()]
@@ -227,7 +230,7 @@ def test_rerun_uploads_only_the_lines_not_answered(aws: Aws, tmp_path: Path, tic
     output.write_bytes(b"".join(line + b"\n" for line in first))
     _start(aws)
     _finish(aws, _job("Completed", UPLOADED), _assemble_lines(assembled, 3))
-    summary = batch.run(_cli(str(tickets), output), session=aws, poller=FakeTime().poller())
+    summary = runner.answer(_cli(str(tickets), output), session=aws, poller=FakeTime().poller())
     assert aws.uploads == ["".join(line + "\n" for line in job_lines[3:]).encode()]
     lines = output.read_bytes().splitlines()
     assert lines[:3] == first  # never rewritten
@@ -242,7 +245,7 @@ def test_s3_input_is_read_in_place(aws: Aws, tmp_path: Path, tickets: Path, job_
     _start(aws, input_uri, upload=False)
     _finish(aws, _job("Completed", input_uri), assembled)
     output = tmp_path / "answers.jsonl"
-    batch.run(_cli(input_uri, output), session=aws, poller=FakeTime().poller())
+    runner.answer(_cli(input_uri, output), session=aws, poller=FakeTime().poller())
     assert aws.uploads == []
     assert output.read_bytes().splitlines() == _expected_output(job_lines, assembled)
 
@@ -253,7 +256,7 @@ def test_failed_job_writes_nothing_and_says_why(aws: Aws, tmp_path: Path, ticket
     _start(aws)
     _finish(aws, _job("Failed", UPLOADED, FailureReason=reason), None)
     output = tmp_path / "answers.jsonl"
-    summary = batch.run(_cli(str(tickets), output), session=aws, poller=FakeTime().poller())
+    summary = runner.answer(_cli(str(tickets), output), session=aws, poller=FakeTime().poller())
     assert summary.stopped == (f"FAILED: transform job {JOB} is Failed: {reason} (nothing was written; SageMaker "
                                "keeps no partial output)")
     assert output.read_bytes() == b""
@@ -267,8 +270,8 @@ def test_attach_collects_a_job_an_interrupted_run_started(aws: Aws, tmp_path: Pa
     _download(aws, f"input/{JOB}/tickets.jsonl", tickets.read_bytes())
     _finish(aws, _job("Completed", UPLOADED), assembled)
     output = tmp_path / "answers.jsonl"
-    args = batch.parse_args([str(tickets), "-o", str(output), "--transform", "--attach", JOB])
-    batch.run(args, session=aws, poller=FakeTime().poller())
+    args = parse(batch, [str(tickets), "-o", str(output), "--transform", "--attach", JOB])
+    runner.answer(args, session=aws, poller=FakeTime().poller())
     for stub in aws.stubs.values():
         stub.assert_no_pending_responses()
     assert output.read_bytes().splitlines() == _expected_output(job_lines, assembled)
@@ -280,8 +283,8 @@ def test_an_interrupted_wait_says_how_to_collect_the_job(aws: Aws, tmp_path: Pat
     def ctrl_c(_seconds: float) -> None:
         raise KeyboardInterrupt
 
-    poller = batch.Poller(timeout_s=600, interval_s=60, sleep=ctrl_c, clock=lambda: 0.0, progress=lambda _: None)
-    summary = batch.run(_cli(str(tickets), tmp_path / "answers.jsonl"), session=aws, poller=poller)
+    poller = Poller(timeout_s=600, interval_s=60, sleep=ctrl_c, clock=lambda: 0.0, progress=lambda _: None)
+    summary = runner.answer(_cli(str(tickets), tmp_path / "answers.jsonl"), session=aws, poller=poller)
     assert summary.stopped == (f"FAILED: interrupted while transform job {JOB} runs; it keeps running: collect it "
                                f"later with --attach {JOB}, or stop it with `aws sagemaker stop-transform-job "
                                f"--transform-job-name {JOB}`")
@@ -321,7 +324,7 @@ def test_transform_job_answers_system_one_lines(aws: Aws, tmp_path: Path, system
     output = tmp_path / "answers.jsonl"
     _start(aws)
     _finish(aws, _job("Completed", UPLOADED), systemone_assembled)
-    summary = batch.run(_cli(str(source), output), session=aws, poller=FakeTime().poller())
+    summary = runner.answer(_cli(str(source), output), session=aws, poller=FakeTime().poller())
     for stub in aws.stubs.values():
         stub.assert_no_pending_responses()
     assert aws.uploads == [source.read_bytes()]
@@ -346,8 +349,8 @@ def test_attach_finds_system_one_lines_by_their_bytes(aws: Aws, tmp_path: Path, 
     aws.response("sagemaker", "describe_transform_job", _job("InProgress", UPLOADED), {"TransformJobName": JOB})
     _download(aws, f"input/{JOB}/tickets.jsonl", staged)
     _finish(aws, _job("Completed", UPLOADED), _assemble_lines(systemone_assembled, 1))
-    args = batch.parse_args([str(source), "-o", str(output), "--transform", "--attach", JOB])
-    summary = batch.run(args, session=aws, poller=FakeTime().poller())
+    args = parse(batch, [str(source), "-o", str(output), "--transform", "--attach", JOB])
+    summary = runner.answer(args, session=aws, poller=FakeTime().poller())
     assert [json.loads(line) for line in output.read_bytes().splitlines()] == _placed(systemone_job_lines,
                                                                                     systemone_assembled)
     assert (summary.answered_before, summary.answered, summary.complete) == (1, 3, False)  # line 2 was refused

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
-from scripts.decision_client import (
+from semif_decision_client import (
     Decision,
     DecisionRequest,
     InvalidDecisionError,

@@ -25,9 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from scripts.decision_client import DecisionClient, DecisionRequest, DecisionUnavailableError, runtime_client
 from scripts.local.gateway import create_gateway
 from scripts.local.processes import LOOPBACK, free_port
+from semif_decision_client import DecisionClient, DecisionRequest, DecisionUnavailableError, runtime_client
 
 Serve = Callable[[Any], AbstractContextManager[str]]
 ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
@@ -193,7 +193,7 @@ def test_decision_client_gives_up_after_max_attempts(gateway: str, container: tu
 
 
 def test_decision_client_does_not_retry_a_refusal(gateway: str, container: tuple[ScriptedContainer, str]) -> None:
-    from scripts.decision_client import DecisionRejectedError
+    from semif_decision_client import DecisionRejectedError
 
     scripted, _ = container
     scripted.script.append((400, {"error": {"code": "duplicate_option_id", "message": "dup", "field": "options"}}))

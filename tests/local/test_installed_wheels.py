@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from semif_sagemaker.cli import COMMANDS
+from semif_sagemaker.cli import commands
 
 REPO = Path(__file__).resolve().parents[2]
 PIP_TIMEOUT_S = 600
@@ -103,7 +103,7 @@ def test_toolkit_installs_under_its_own_names_with_its_data(toolkit: Venv) -> No
 def test_semif_help_and_every_subcommand_help(toolkit: Venv, outside: Path) -> None:
     top = toolkit.run(["semif", "--help"], outside)
     assert top.returncode == 0, top.stderr
-    for name in COMMANDS:
+    for name in commands().owners:
         assert f"  {name} " in top.stdout, name
         result = toolkit.run(["semif", name, "--help"], outside)
         assert result.returncode == 0, f"semif {name} --help: {result.stderr}"

@@ -1,4 +1,4 @@
-"""`scripts/local_endpoints.py` as a process: refusals, clean stops, failures, and no orphans (slow)."""
+"""`semif local` as a process: refusals, clean stops, failures, and no orphans (slow)."""
 
 from __future__ import annotations
 

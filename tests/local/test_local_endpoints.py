@@ -10,8 +10,8 @@ from typing import Any
 import boto3
 import pytest
 
-from scripts.decision_client import DecisionClient, DecisionRejectedError, DecisionRequest, Policy, runtime_client
-from scripts.smoke import chat_content, stream_text
+from scripts.smoke.answers import chat_content, stream_text
+from semif_decision_client import DecisionClient, DecisionRejectedError, DecisionRequest, Policy, runtime_client
 
 pytestmark = pytest.mark.slow
 PAYLOADS = Path(__file__).resolve().parents[2] / "scripts" / "payloads"

@@ -1,4 +1,5 @@
-"""The smoke script's AWS side: stack outputs (botocore Stubber) and endpoint status (moto and Stubber).
+"""Endpoint discovery on AWS (scripts/common/discovery.py, as `semif smoke` uses it): stack outputs (botocore Stubber)
+and endpoint status (moto and Stubber).
 
 The waits run on a fake clock, so the bounded-timeout paths take no real time.
 """
@@ -15,8 +16,9 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from scripts import smoke
-from scripts.smoke import Poller, SmokeFailure, Target, stack_outputs, target_from_outputs, wait_in_service
+from scripts.common import discovery
+from scripts.common.discovery import DiscoveryError, Target, stack_outputs, target_from_outputs, wait_in_service
+from scripts.common.polling import Poller, StillWaiting
 
 REGION = "us-east-1"
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -79,7 +81,7 @@ def test_outputs_are_read_once_the_stack_settles(cloudformation: Any) -> None:
 def test_missing_stack_is_named(cloudformation: Any) -> None:
     with Stubber(cloudformation) as stub:
         stub.add_client_error("describe_stacks", "ValidationError", "Stack with id semif-dev does not exist")
-        with pytest.raises(SmokeFailure, match="stack semif-dev: Stack with id semif-dev does not exist"):
+        with pytest.raises(DiscoveryError, match="stack semif-dev: Stack with id semif-dev does not exist"):
             stack_outputs(cloudformation, "semif-dev", FakeTime().poller())
 
 
@@ -88,14 +90,14 @@ def test_failed_stack_is_refused_and_rolled_back_stack_warned(cloudformation: An
     with Stubber(cloudformation) as stub:
         stub.add_response("describe_stacks", stack("ROLLBACK_COMPLETE"))
         stub.add_response("describe_stacks", stack("UPDATE_ROLLBACK_COMPLETE"))
-        with pytest.raises(SmokeFailure, match="ROLLBACK_COMPLETE: deploy it again"):
+        with pytest.raises(DiscoveryError, match="ROLLBACK_COMPLETE: deploy it again"):
             stack_outputs(cloudformation, "semif-dev", clock.poller())
         assert stack_outputs(cloudformation, "semif-dev", clock.poller()) == OUTPUTS
     assert "rolled back" in clock.lines[-1]
 
 
 def test_missing_output_key_is_named() -> None:
-    with pytest.raises(SmokeFailure, match="no output ChatEndpointName"):
+    with pytest.raises(DiscoveryError, match="no output ChatEndpointName"):
         target_from_outputs({"Other": "x"}, "chat", "semif-dev")
 
 
@@ -115,7 +117,7 @@ def test_wait_is_bounded(sagemaker: Any) -> None:
     with Stubber(sagemaker) as stub:
         for _ in range(4):
             stub.add_response("describe_endpoint", endpoint("Updating"))
-        with pytest.raises(SmokeFailure, match="still Updating after 25 s"):
+        with pytest.raises(StillWaiting, match="still Updating after 25 s"):
             wait_in_service(sagemaker, Target("semif-dev-chat"), clock.poller(timeout_s=25))
     assert sum(clock.sleeps) == 25.0  # the last sleep is cut to the deadline
 
@@ -123,7 +125,7 @@ def test_wait_is_bounded(sagemaker: Any) -> None:
 def test_failed_endpoint_reports_the_reason(sagemaker: Any) -> None:
     with Stubber(sagemaker) as stub:
         stub.add_response("describe_endpoint", endpoint("Failed", FailureReason="health check timed out"))
-        with pytest.raises(SmokeFailure, match="semif-dev-chat is Failed: health check timed out"):
+        with pytest.raises(DiscoveryError, match="semif-dev-chat is Failed: health check timed out"):
             wait_in_service(sagemaker, Target("semif-dev-chat"), FakeTime().poller())
 
 
@@ -148,23 +150,23 @@ def test_in_service_on_the_expected_config_passes(moto_endpoint: Any) -> None:
 
 
 def test_in_service_on_an_old_config_is_a_rollback(moto_endpoint: Any) -> None:
-    with pytest.raises(SmokeFailure) as raised:
+    with pytest.raises(DiscoveryError) as raised:
         wait_in_service(moto_endpoint, Target("local-chat", "ChatConfig-new"), FakeTime().poller())
     message = str(raised.value)
     assert "ChatConfig-old" in message and "ChatConfig-new" in message and "rolled it back" in message
 
 
 def test_unknown_endpoint_is_named(moto_endpoint: Any) -> None:
-    with pytest.raises(SmokeFailure, match="endpoint semif-dev-chat: Could not find endpoint"):
+    with pytest.raises(DiscoveryError, match="endpoint semif-dev-chat: Could not find endpoint"):
         wait_in_service(moto_endpoint, Target("semif-dev-chat"), FakeTime().poller())
 
 
 def test_stack_name_and_region_follow_cdk_json(tmp_path: Path) -> None:
     config = {"context": {"semif": {"app_name": "acme", "environments": {"prod": {"region": "eu-west-1"}}}}}
     (tmp_path / "cdk.json").write_text(json.dumps(config))
-    assert smoke.deployment_defaults("prod", tmp_path / "cdk.json") == ("acme", "eu-west-1")
-    assert smoke.deployment_defaults("dev", tmp_path / "cdk.json") == ("acme", None)
-    assert smoke.deployment_defaults("dev", tmp_path / "missing.json") == ("semif", None)
+    assert discovery.deployment_defaults("prod", tmp_path / "cdk.json") == ("acme", "eu-west-1")
+    assert discovery.deployment_defaults("dev", tmp_path / "cdk.json") == ("acme", None)
+    assert discovery.deployment_defaults("dev", tmp_path / "missing.json") == ("semif", None)
 
 
 def test_output_keys_are_the_ones_the_stack_declares(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,9 +175,9 @@ def test_output_keys_are_the_ones_the_stack_declares(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     from stacks.semif_stack import CONSTRUCT_IDS
 
-    assert set(CONSTRUCT_IDS) == set(smoke.OUTPUT_KEYS)
+    assert set(CONSTRUCT_IDS) == set(discovery.OUTPUT_KEYS)
     for role, construct_id in CONSTRUCT_IDS.items():
-        assert smoke.OUTPUT_KEYS[role] == (f"{construct_id}EndpointName", f"{construct_id}EndpointConfigName",
+        assert discovery.OUTPUT_KEYS[role] == (f"{construct_id}EndpointName", f"{construct_id}EndpointConfigName",
                                            f"{construct_id}InferenceComponentName")
 
 
@@ -225,6 +227,6 @@ def test_a_failed_or_misplaced_component_fails_the_smoke_test(sagemaker: Any, de
                                                               message: str) -> None:
     with Stubber(sagemaker) as stub:
         stub.add_response("describe_inference_component", described)
-        with pytest.raises(SmokeFailure, match=message):
-            smoke.wait_component_in_service(sagemaker, Target("semif-shared-models", None, "semif-shared-decision"),
+        with pytest.raises(DiscoveryError, match=message):
+            discovery.wait_component_in_service(sagemaker, Target("semif-shared-models", None, "semif-shared-decision"),
                                             FakeTime().poller())

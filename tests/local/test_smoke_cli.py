@@ -16,6 +16,9 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from scripts import smoke
+from scripts.common.command import parse
+from scripts.common.discovery import DiscoveryError
+from scripts.smoke.endpoints import smoke as smoke_test
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -98,7 +101,7 @@ class _Session:
 def test_aws_path_checks_the_stack_and_endpoint_then_invokes(local_endpoints: Any, deployed: str,
                                                               passes: bool) -> None:
     """Names from the stack's outputs, status from SageMaker (moto), the invocation through the gateway."""
-    args = smoke.parse_args(["chat", "--env", "dev", "--endpoint-url", local_endpoints.url, "--wait-timeout", "5"])
+    args = parse(smoke, ["chat", "--env", "dev", "--endpoint-url", local_endpoints.url, "--wait-timeout", "5"])
     with mock_aws():
         sagemaker = boto3.client("sagemaker", region_name="us-east-1")
         sagemaker.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
@@ -115,16 +118,16 @@ def test_aws_path_checks_the_stack_and_endpoint_then_invokes(local_endpoints: An
                 "Outputs": [{"OutputKey": k, "OutputValue": v} for k, v in outputs.items()]}]},
                 {"StackName": "semif-dev"})
             if passes:
-                report = smoke.run(args, session=_Session(cloudformation))
+                report = smoke_test(args, session=_Session(cloudformation))
                 assert report.startswith("local-chat: answered in ")
             else:
-                with pytest.raises(smoke.SmokeFailure, match="InService on endpoint config ChatConfig-old"):
-                    smoke.run(args, session=_Session(cloudformation))
+                with pytest.raises(DiscoveryError, match="InService on endpoint config ChatConfig-old"):
+                    smoke_test(args, session=_Session(cloudformation))
 
 
 def test_shared_local_endpoints_serve_both_models_as_components_of_one_endpoint(spawn_gateway: Any,
                                                                               runtime_for: Any) -> None:
-    """`local_endpoints.py --shared` (the real containers) and `smoke --local --shared`, as shared hosting runs."""
+    """`semif local --shared` (the real containers) and `smoke --local --shared`, as shared hosting runs."""
     gateway = spawn_gateway("--shared")
     gateway.wait_ready()
     for role in ("decision", "chat"):

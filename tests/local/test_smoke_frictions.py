@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from scripts import smoke
+from scripts.common import discovery
+from scripts.common.command import parse
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,21 +40,22 @@ def test_environment_region_reads_cdk_json_and_leaves_boto3_its_region_without_o
     cdk_json = tmp_path / "cdk.json"
     cdk_json.write_text(json.dumps({"context": {"semif": {"app_name": "acme", "environments": {
         "prod": {"region": "eu-west-1"}}}}}))
-    assert smoke.environment_region("prod", cdk_json) == "eu-west-1"
-    with pytest.raises(smoke.SmokeFailure, match=r"environment 'dev' is not defined in .*\(environments: prod\)"):
-        smoke.environment_region("dev", cdk_json)
-    assert smoke.environment_region("dev", tmp_path / "missing.json") is None
+    assert discovery.environment_region("prod", cdk_json) == "eu-west-1"
+    with pytest.raises(discovery.DiscoveryError,
+                       match=r"environment 'dev' is not defined in .*\(environments: prod\)"):
+        discovery.environment_region("dev", cdk_json)
+    assert discovery.environment_region("dev", tmp_path / "missing.json") is None
 
 
 def test_help_shows_the_local_default_port_and_local_takes_a_port() -> None:
     result = subprocess.run([sys.executable, "-m", "scripts.smoke", "--help"], cwd=REPO, capture_output=True,
                             text=True, timeout=60, check=True)
     flat = " ".join(result.stdout.split())
-    assert f"--local [PORT] the local gateway (local_endpoints.py) on 127.0.0.1:PORT (default port {smoke.LOCAL_PORT}" \
+    assert f"--local [PORT] the local gateway (semif local) on 127.0.0.1:PORT (default port {discovery.LOCAL_PORT}" \
         in flat, result.stdout
     assert "examples:" in result.stdout
-    assert (smoke.parse_args(["decision", "--local", "9123"]).local, smoke.parse_args(["decision", "--local",
-                                                                                      "9123"]).port) == (True, 9123)
-    default = smoke.parse_args(["decision", "--local"])
-    assert (default.local, default.port) == (True, smoke.LOCAL_PORT)
-    assert not smoke.parse_args(["decision", "--endpoint", "x"]).local
+    given = parse(smoke, ["decision", "--local", "9123"])
+    assert (given.local, given.port) == (True, 9123)
+    default = parse(smoke, ["decision", "--local"])
+    assert (default.local, default.port) == (True, discovery.LOCAL_PORT)
+    assert not parse(smoke, ["decision", "--endpoint", "x"]).local

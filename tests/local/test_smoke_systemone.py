@@ -12,8 +12,10 @@ import pytest
 from botocore.stub import Stubber
 
 from scripts import smoke
-from scripts.smoke import Poller, SmokeFailure
-from scripts.smoke_systemone import api_url, resolve_url
+from scripts.common.command import alias, parse
+from scripts.common.polling import Poller
+from scripts.smoke.answers import SmokeFailure
+from scripts.smoke.systemone import api_url, resolve_url
 
 NOW = datetime.datetime(2026, 12, 2, tzinfo=datetime.UTC)
 OUTPUTS = {"DecisionEndpointName": "semif-api-decision", "DecisionEndpointConfigName": "DecisionConfig-new",
@@ -37,14 +39,14 @@ def test_a_front_that_answers_a_wrong_key_fails_the_smoke_test(local_endpoints: 
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """The session's gateway serves System One without keys (no --api-keys): an API like that must not pass."""
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-semif-anything")
-    assert smoke.main(["systemone", "--local", str(local_endpoints.port)]) == 1
+    assert alias(smoke, ["systemone", "--local", str(local_endpoints.port)]) == 1
     assert "a wrong key was answered: the API does not check keys" in capsys.readouterr().err
 
 
 def test_without_a_key_the_smoke_test_says_where_it_looked(monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("MY_KEY", raising=False)
-    assert smoke.main(["systemone", "--api-url", "https://api.invalid", "--key-env", "MY_KEY"]) == 1
+    assert alias(smoke, ["systemone", "--api-url", "https://api.invalid", "--key-env", "MY_KEY"]) == 1
     assert "no API key in $MY_KEY: make one with `semif keys create ENV NAME`" in capsys.readouterr().err
 
 
@@ -75,5 +77,5 @@ def test_a_stack_without_the_api_is_named() -> None:
                                   ["decision", "--api-url", "https://api.invalid"]])
 def test_usage_errors_exit_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        smoke.parse_args(argv)
+        parse(smoke, argv)
     assert exited.value.code == 2

@@ -31,6 +31,7 @@ from typesafe_sdk import RetryPolicy, TypeSafeClient, TypeSafeInternalServerErro
 
 from local.test_systemone_gateway import LONG_STATE, QUESTIONS
 from scripts import smoke
+from scripts.common.command import alias
 from scripts.local.gateway import create_gateway
 from scripts.local.processes import LOOPBACK, free_port
 from semif_adapter.api_keys import HASH_PREFIX, digest
@@ -70,7 +71,7 @@ def test_the_local_api_is_conformant_with_a_key_and_smoke_tested(spawn_gateway: 
     assert set(statuses) == set(REQUIREMENTS)
 
     monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
-    assert smoke.main(["systemone", "--local", str(front.port)]) == 0
+    assert alias(smoke, ["systemone", "--local", str(front.port)]) == 0
     printed = capsys.readouterr().out
     assert "smoke systemone: OK" in printed and "a wrong key is refused with 401" in printed
 

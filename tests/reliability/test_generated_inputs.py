@@ -7,10 +7,10 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from scripts.reliability.fuzz import run_openapi_fuzz
-from scripts.reliability.openapi import decision_openapi
-from scripts.reliability.properties import check_http, check_validation
-from scripts.reliability.servers import Server
+from scripts.harness.reliability.fuzz import run_openapi_fuzz
+from scripts.harness.reliability.openapi import decision_openapi
+from scripts.harness.reliability.properties import check_http, check_validation
+from scripts.harness.reliability.servers import Server
 from semif_adapter.request_schema import DecisionRequest
 
 

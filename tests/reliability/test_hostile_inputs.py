@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.reliability.disconnect import run_disconnects
-from scripts.reliability.hostile import catalog, huge_input_memory, run_catalog, run_raw_cases
-from scripts.reliability.servers import Server
+from scripts.harness.reliability.disconnect import run_disconnects
+from scripts.harness.reliability.hostile import catalog, huge_input_memory, run_catalog, run_raw_cases
+from scripts.harness.reliability.servers import Server
 
 pytestmark = pytest.mark.slow
 CATEGORIES = sorted({case.category for case in catalog()})

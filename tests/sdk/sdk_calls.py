@@ -20,7 +20,10 @@ from sagemaker.core.resources import Endpoint
 from sagemaker.core.utils.utils import SageMakerClient
 
 from scripts import smoke
-from scripts.decision_client import DecisionClient, DecisionRequest
+from scripts.common.command import parse
+from scripts.smoke.answers import stream_text
+from scripts.smoke.endpoints import smoke as smoke_test
+from semif_decision_client import DecisionClient, DecisionRequest
 
 
 def invoke_both(payloads: Path, boto_session: boto3.Session) -> dict[str, Any]:
@@ -60,7 +63,7 @@ def sdk_stream(payloads: Path, boto_session: boto3.Session) -> dict[str, Any]:
     response = runtime.invoke_endpoint_with_response_stream(
         EndpointName=endpoint.endpoint_name, ContentType="application/json", Body=json.dumps(body))
     parts = [event["PayloadPart"]["Bytes"] for event in response["Body"] if "PayloadPart" in event]
-    sse = smoke.stream_text(parts)
+    sse = stream_text(parts)
     return {"crash": crash, "parts": len(parts), "text": sse.text, "done": sse.done,
             "finish_reason": sse.finish_reason}
 
@@ -71,7 +74,7 @@ def with_sdk_session(payloads: Path, boto_session: boto3.Session) -> dict[str, A
     sdk_session = Session(boto_session=boto_session)
     request = DecisionRequest.from_payload(json.loads((payloads / "decision.json").read_text()))
     decision = DecisionClient("local-decision", session=sdk_session).decide(request)
-    report = smoke.run(smoke.parse_args(["chat", "--stream", "--endpoint", "local-chat"]), session=sdk_session)
+    report = smoke_test(parse(smoke, ["chat", "--stream", "--endpoint", "local-chat"]), session=sdk_session)
     return {"client_best": decision.best, "client_ids": list(decision.option_ids),
             "client_total": sum(decision.probabilities.values()), "smoke_report": report}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.pypi_models import GEMMA3_270M
+from scripts.dev.pypi_models import GEMMA3_270M
 from semif_adapter.embedded_model import embedded_model_path
 
 

@@ -1,0 +1,183 @@
+"""The System One phases: questions per state, options per choice, throughput, conformance; systems take turns.
+
+Every request is answered by every system, one after the other in an order that rotates request by request (the
+machine's speed drifts by the minute); the floor of each answer's own tokens is timed right after it, in this
+process, while the servers are idle. A refusal (4xx) is recorded as one, never retried; a failure is anything else
+that is not a 200 answer with one answer per question.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ...common.stats import ratio, summarize
+from .http_runs import TIMEOUT, Outcome, per_client, post
+from .systemone_config import Config, Throughput
+from .systemone_floor import RawFloor, reported_layout
+from .systemone_tools import Running, conformance
+from .systemone_workload import body_text, options_body, questions_body, triage_body
+
+PATH = "/v1/systemone"
+# State indices per phase: far apart, so no phase (and no round) finds another's states in a cache.
+QUESTIONS_BASE, OPTIONS_BASE, THROUGHPUT_BASE, WARMUP_BASE = 400_000, 500_000, 600_000, 700_000
+
+
+def rotated(systems: Sequence[Running], turn: int) -> list[Running]:
+    shift = turn % len(systems)
+    return [*systems[shift:], *systems[:shift]]
+
+
+def _answered(outcome: Outcome, body: dict[str, Any]) -> bool:
+    answers = (outcome.document or {}).get("answers")
+    return outcome.ok and isinstance(answers, dict) and set(answers) == set(body["questions"])
+
+
+def _record(outcome: Outcome, body: dict[str, Any], floor: RawFloor | None) -> dict[str, Any]:
+    """One answer: status, client latency, what the server says it computed, and the floor of that."""
+    answered = _answered(outcome, body)
+    layout = reported_layout(outcome.document) if answered else None
+    entry: dict[str, Any] = {"status": outcome.status, "ms": round(outcome.ms, 3), "answered": answered,
+                             "evaluated": layout.evaluated if layout else None,
+                             "cached": layout.cached if layout else None,
+                             "tokens_source": layout.source if layout else None,
+                             "layout": [[p.cached, p.shared, list(p.branches)] for p in layout.pieces] if layout
+                             else None, "floor_ms": None}
+    if layout and floor:
+        floor_ms = floor.ms(layout, body_text(body))
+        entry["floor_ms"] = round(floor_ms, 3) if floor_ms is not None else None
+    if not answered:
+        document = outcome.document or {}
+        detail = document.get("detail") or document.get("error")  # the spec's error shape, or a server's own
+        entry["error"] = outcome.error or (json.dumps(detail)[:300] if detail else "no answer for every question")
+    return entry
+
+
+def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    answered = [r for r in records if r["answered"]]
+    floors = [r for r in answered if r["floor_ms"]]
+    return {"requests": len(records), "answered": len(answered),
+            "refused": sum(400 <= r["status"] < 500 for r in records),
+            "failed": sum(not r["answered"] and not 400 <= r["status"] < 500 for r in records),
+            "statuses": sorted({r["status"] for r in records}),
+            "errors": sorted({r["error"] for r in records if r.get("error")})[:3],
+            "latency_ms": summarize([r["ms"] for r in answered]),
+            "evaluated_tokens": summarize([r["evaluated"] for r in answered if r["evaluated"] is not None], 1),
+            "cached_tokens": summarize([r["cached"] for r in answered if r["cached"] is not None], 1),
+            "tokens_source": sorted({r["tokens_source"] for r in answered if r["tokens_source"]}),
+            "floor_ms": summarize([r["floor_ms"] for r in floors]),
+            "over_floor": summarize([r["ms"] / r["floor_ms"] for r in floors], 3)}
+
+
+def _taking_turns(systems: Sequence[Running], rows: Sequence[int], bodies: Callable[[int, int], dict[str, Any]],
+                  repeats: int, floor: RawFloor | None) -> dict[str, dict[str, Any]]:
+    """Per row value (question or option count) and system: every request and their summary."""
+    found: dict[str, dict[str, Any]] = {system.name: {} for system in systems}
+    turn = 0
+    with httpx.Client(timeout=TIMEOUT) as client:
+        for value in rows:
+            records: dict[str, list[dict[str, Any]]] = {system.name: [] for system in systems}
+            for repeat in range(repeats):
+                body = bodies(value, repeat)
+                encoded = json.dumps(body).encode()
+                for system in rotated(systems, turn):
+                    records[system.name].append(_record(post(client, system.url + PATH, encoded), body, floor))
+                turn += 1
+            for name, entries in records.items():
+                found[name][str(value)] = {**_summary(entries), "samples": entries}
+    return found
+
+
+def warm_up(systems: Sequence[Running], config: Config) -> None:
+    """Requests per system that are not counted: first-request costs (allocations, the template's tokens), and
+    every question and option list of the run asked once, so each row is measured in the same state (a server
+    may keep what depends on the question alone, as pmi's content-free baseline of a criterion)."""
+    with httpx.Client(timeout=TIMEOUT) as client:
+        for index in range(config.warmup):
+            state = WARMUP_BASE + 1000 * index
+            bodies = [questions_body(config.size, state, max(config.question_counts))]
+            bodies += [options_body(config.size, state + count, count) for count in config.option_counts]
+            for body in bodies:
+                encoded = json.dumps(body).encode()
+                for system in systems:
+                    post(client, system.url + PATH, encoded)
+
+
+def questions_phase(systems: Sequence[Running], config: Config, floor: RawFloor | None) -> dict[str, Any]:
+    """1, 2, 4, 8 questions about one fresh state; the cost of each question beyond the first."""
+    rows = _taking_turns(systems, config.question_counts,
+                         lambda count, repeat: questions_body(config.size, QUESTIONS_BASE + 1000 * count + repeat,
+                                                              count), config.repeats, floor)
+    return {"size": config.size, "rows": rows, "extra_question": {name: extra_question_cost(by_count)
+                                                                  for name, by_count in rows.items()}}
+
+
+def extra_question_cost(by_count: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per question count k > 1: what each question beyond the first added, in time, in tokens and in floor
+    (p50 at k minus p50 at one question, over k - 1), and the time against the floor of those tokens."""
+    def p50(row: dict[str, Any], key: str) -> float | None:
+        return row[key].get("p50")
+
+    counts = sorted(int(k) for k in by_count)
+    if not counts or counts[0] != 1:
+        return []
+    one, costs = by_count["1"], []
+    for count in counts[1:]:
+        row = by_count[str(count)]
+        values = [p50(row, key) for key in ("latency_ms", "floor_ms", "evaluated_tokens")]
+        bases = [p50(one, key) for key in ("latency_ms", "floor_ms", "evaluated_tokens")]
+        extra = [None if v is None or b is None else round((v - b) / (count - 1), 3)
+                 for v, b in zip(values, bases, strict=True)]
+        costs.append({"questions": count, "extra_ms": extra[0], "extra_floor_ms": extra[1],
+                      "extra_evaluated_tokens": extra[2],
+                      "over_floor": ratio(extra[0], extra[1]) if extra[0] is not None and extra[1] else None})
+    return costs
+
+
+def options_phase(systems: Sequence[Running], config: Config, floor: RawFloor | None) -> dict[str, Any]:
+    """One choice over 2 to 255 options about a fresh state; time against the floor of its own tokens."""
+    rows = _taking_turns(systems, config.option_counts,
+                         lambda count, repeat: options_body(config.size, OPTIONS_BASE + 1000 * count + repeat, count),
+                         config.repeats, floor)
+    return {"size": config.size, "rows": rows}
+
+
+def throughput_phase(systems: Sequence[Running], workload: Throughput) -> dict[str, Any]:
+    """Decisions/s (answered questions per wall second) on the same triage tickets, clients all at once."""
+    per_system: dict[str, list[dict[str, Any]]] = {system.name: [] for system in systems}
+    for round_ in range(workload.rounds):
+        bodies = [[triage_body(workload.size, THROUGHPUT_BASE + 10_000 * round_ + 100 * client + index)
+                   for index in range(workload.requests)] for client in range(workload.clients)]
+        streams = [[json.dumps(body).encode() for body in stream] for stream in bodies]
+        flat = [body for stream in bodies for body in stream]
+        for system in rotated(systems, round_):
+            wall, outcomes = per_client(system.url, streams, PATH)
+            answered = [o for o, body in zip(outcomes, flat, strict=True) if _answered(o, body)]
+            decisions = sum(len(o.document["answers"]) for o in answered if o.document)
+            per_system[system.name].append({
+                "round": round_, "wall_s": round(wall, 3), "requests": len(outcomes), "answered": len(answered),
+                "errors": len(outcomes) - len(answered), "statuses": sorted({o.status for o in outcomes}),
+                "decisions": decisions, "decisions_per_s": round(decisions / wall, 3) if wall else None,
+                "latency_ms": [round(o.ms, 3) for o in answered]})
+    return {"workload": {"clients": workload.clients, "requests_per_client": workload.requests,
+                         "rounds": workload.rounds, "size": workload.size, "questions_per_request": 3},
+            "systems": {name: _throughput_summary(rounds) for name, rounds in per_system.items()}}
+
+
+def _throughput_summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    wall = sum(r["wall_s"] for r in rounds)
+    decisions = sum(r["decisions"] for r in rounds)
+    return {"decisions_per_s": round(decisions / wall, 3) if wall else None,
+            "per_round": [r["decisions_per_s"] for r in rounds], "decisions": decisions,
+            "requests": sum(r["requests"] for r in rounds), "errors": sum(r["errors"] for r in rounds),
+            "statuses": sorted({s for r in rounds for s in r["statuses"]}),
+            "latency_ms": summarize([ms for r in rounds for ms in r["latency_ms"]]), "rounds": rounds}
+
+
+def conformance_phase(systems: Sequence[Running], out: Path) -> dict[str, Any]:
+    """`jevcompat test` against each system, its JSON report kept beside the results."""
+    return {system.name: conformance(system.url, out / f"jevcompat-{system.name}.json") for system in systems}
