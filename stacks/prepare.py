@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from semif_adapter.kernel_paths import KernelReport
+from semif_adapter.deploy.kernel_paths import KernelReport
 
 from .artifact.source import Artifact, ArtifactCache, LocalArtifact, prepare_artifact
 from .config.chat_template import missing_template_warning

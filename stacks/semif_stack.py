@@ -45,7 +45,7 @@ class SemifStack(Stack):
         for kind, endpoint in self.endpoints.items():
             prefix = CONSTRUCT_IDS[kind]
             CfnOutput(self, f"{prefix}EndpointName", value=endpoint.endpoint_name,
-                      description=f"{kind} endpoint (scripts/smoke.py {kind} --env {name})")
+                      description=f"{kind} endpoint (semif smoke {kind} --env {name})")
             config = self.shared.config if self.shared is not None else endpoint.endpoint_config
             assert config is not None
             CfnOutput(self, f"{prefix}EndpointConfigName", value=config.attr_endpoint_config_name,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from semif_adapter.artifact import build_tarball, check_tarball
+from semif_adapter.deploy.artifact import build_tarball, check_tarball
 from semif_adapter.model_files import ModelFileError
 
 from ..local.processes import (

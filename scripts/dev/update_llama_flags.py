@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from semif_adapter import llama_flags
+from semif_adapter.deploy import llama_flags
 
 FLAGS_PATH = Path(llama_flags.__file__).with_name(llama_flags.FLAGS_FILE)
 

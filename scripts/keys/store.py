@@ -23,7 +23,8 @@ from ..common.polling import Poller
 KEY_PREFIX = "sk-semif-"  # as the container's `semif_adapter.api_keys create` makes them
 USAGE_KEY_BYTES = 24  # the API Gateway key's value: an id the authorizer names (API Gateway wants 20+ characters)
 OUTPUTS = ("SystemOneApiKeysPath", "SystemOneApiUsagePlanId", "SystemOneApiKeysKeyArn")
-REVOCATION_DELAY_S = 30  # the authorizer's re-read of the keys (stacks/handlers/systemone_authorizer.py REFRESH_S)
+# the authorizer's re-read of the keys (stacks/systemone_api/handlers/systemone_authorizer.py REFRESH_S)
+REVOCATION_DELAY_S = 30
 
 
 class KeysError(Exception):

@@ -3,7 +3,7 @@
 Reproduces the stock DLC contract so local runs behave like the endpoint:
 model = `SM_LLAMA_CPP_MODEL`, else the first `*.gguf` then `*/*.gguf` under
 `SM_LLAMA_CPP_MODEL_DIR` (default /opt/ml/model); every other `SM_LLAMA_CPP_*`
-becomes a llama-server flag through `semif_adapter.llama_flags` (the one
+becomes a llama-server flag through `semif_adapter.deploy.llama_flags` (the one
 mapping); llama-server listens on loopback and this front serves
 `SM_LLAMA_CPP_PORT` (default 8080): `GET /ping` -> `/health`,
 `POST /invocations` -> `/v1/chat/completions`, anything else passed through,
@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from semif_adapter.llama_flags import PREFIX, FlagError, check_environment, server_args
+from semif_adapter.deploy.llama_flags import PREFIX, FlagError, check_environment, server_args
 from semif_adapter.model_files import DEFAULT_MODEL_DIR, ModelFileError, scan_model_dir
 
 from .processes import LOOPBACK, free_port, start_child

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from semif_adapter.llama_flags import PREFIX
+from semif_adapter.deploy.llama_flags import PREFIX
 from semif_adapter.settings import cpu_quota
 
 from .processes import LOOPBACK, Child, free_port, start_child, wait_for_ping

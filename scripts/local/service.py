@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from semif_adapter.api_keys import ApiKeys, KeysFileError
+from semif_adapter.deploy.llama_flags import FlagError, check_environment
 from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
-from semif_adapter.llama_flags import FlagError, check_environment
 
 from .endpoints import (
     container_env,

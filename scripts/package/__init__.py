@@ -17,8 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from semif_adapter.agreement_cases import DECISIONS
-from semif_adapter.quantize import CONVERT_TYPES
+from semif_adapter.deploy.agreement_cases import DECISIONS
+from semif_adapter.deploy.quantize import CONVERT_TYPES
 
 from ..common.command import Subparsers, UsageError, add_command
 
@@ -53,8 +53,8 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from semif_adapter.deploy.quantize import ConversionError
     from semif_adapter.model_files import ModelFileError
-    from semif_adapter.quantize import ConversionError
 
     from .packaging import check, converted_package, package, report
 

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from semif_adapter.agreement_cases import DECISIONS
-from semif_adapter.artifact import (
+from semif_adapter.deploy.agreement_cases import DECISIONS
+from semif_adapter.deploy.artifact import (
     ArtifactReport,
     build_tarball,
     chat_template_warning,
     check_tarball,
     model_files_for,
 )
-from semif_adapter.kernel_paths import KernelReport, kernel_report
-from semif_adapter.quantize import ConversionError, convert
+from semif_adapter.deploy.kernel_paths import KernelReport, kernel_report
+from semif_adapter.deploy.quantize import ConversionError, convert
 
 PROGRESS_FROM_BYTES = 1 << 30  # a bar is noise for small files, welcome for multi-GB ones
 
@@ -63,7 +63,7 @@ def converted_package(args: argparse.Namespace) -> Packaged:
         conversion = convert(args.model, Path(scratch), args.convert)
         print("\n".join(conversion.lines()), flush=True)
         if args.agreement:
-            from semif_adapter.agreement import measure  # loads llama.cpp: only when converting
+            from semif_adapter.deploy.agreement import measure  # loads llama.cpp: only when converting
             from semif_adapter.llama_runtime import RuntimeStartError
 
             try:

@@ -1,13 +1,13 @@
 """Turn the configured model source into a model.tar.gz the stack can point SageMaker at.
 
-Local models are packaged (or checked) with the shared `semif_adapter.artifact` rules at synth time, into a
+Local models are packaged (or checked) with the shared `semif_adapter.deploy.artifact` rules at synth time, into a
 content-addressed cache. Hashing a multi-GB GGUF takes minutes, so the digest is remembered against the file's
 (resolved path, size, mtime_ns): an unchanged model costs one `stat` per synth, and the CDK asset hash is that
 digest (plus the tarball format), never a re-hash of the tarball by CDK. A GGUF with `convert` is re-encoded
-with llama.cpp's quantizer first (`semif_adapter.quantize`), its agreement with the original measured once
-(`semif_adapter.agreement`); the index keeps it under (path, type), with the figures, so neither is redone.
+with llama.cpp's quantizer first (`semif_adapter.deploy.quantize`), its agreement with the original measured once
+(`semif_adapter.deploy.agreement`); the index keeps it under (path, type), with the figures, so neither is redone.
 The weight types of every packaged GGUF are remembered too: the stack warns when they have no fast kernel on
-the endpoint's accelerator (`semif_adapter.kernel_paths`), and, from the header, whether the model has a chat
+the endpoint's accelerator (`semif_adapter.deploy.kernel_paths`), and, from the header, whether the model has a chat
 template (the chat endpoint's llama-server falls back to ChatML without one) and its KV cache per token (counted
 against the decision endpoint's memory, `stacks/config/decision_memory.py`).
 """
@@ -22,11 +22,11 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from semif_adapter.artifact import ARTIFACT_FORMAT, ArtifactReport, build_tarball, check_tarball
+from semif_adapter.deploy.artifact import ARTIFACT_FORMAT, ArtifactReport, build_tarball, check_tarball
+from semif_adapter.deploy.kernel_paths import weight_type_bytes
+from semif_adapter.deploy.quantize import ConversionError, convert
 from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
-from semif_adapter.kernel_paths import weight_type_bytes
 from semif_adapter.model_files import ModelFileError
-from semif_adapter.quantize import ConversionError, convert
 
 from ..config.model_source import EmbeddedModel, GgufModel, S3Model, TarballModel
 from ..config.problems import ConfigError
@@ -98,7 +98,7 @@ class ArtifactCache:
 
     def __init__(self, root: Path, agreement_decisions: int | None = None) -> None:
         self.root = root
-        self.agreement_decisions = agreement_decisions  # None: the whole fixed set (semif_adapter.agreement)
+        self.agreement_decisions = agreement_decisions  # None: the whole fixed set (semif_adapter.deploy.agreement)
 
     def _index_path(self) -> Path:
         return self.root / INDEX_FILE
@@ -164,7 +164,7 @@ class ArtifactCache:
 
     def _converted(self, source: Path, scratch: Path, type_name: str) -> tuple[Path, tuple[str, ...]]:
         """The re-encoded GGUF in `scratch`, and the figures to show (printed now: this runs once per model)."""
-        from semif_adapter.agreement import DECISIONS, measure  # loads llama.cpp: only when converting
+        from semif_adapter.deploy.agreement import DECISIONS, measure  # loads llama.cpp: only when converting
 
         conversion = convert(source, scratch, type_name)
         agreement = measure(source, conversion.output, decisions=DECISIONS[:self.agreement_decisions])

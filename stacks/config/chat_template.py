@@ -20,7 +20,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Mapping
 
-from semif_adapter.artifact import CHAT_TEMPLATE_KEY, NO_JINJA_KEY, chat_template_warning
+from semif_adapter.deploy.artifact import CHAT_TEMPLATE_KEY, NO_JINJA_KEY, chat_template_warning
 
 from .environment import EnvironmentSettings
 from .problems import Problems

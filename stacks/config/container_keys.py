@@ -7,7 +7,7 @@ read them) and the decision adapter's `SEMIF_*`. The names come from the adapter
 
 from __future__ import annotations
 
-from semif_adapter.llama_flags import CONSUMED, PREFIX
+from semif_adapter.deploy.llama_flags import CONSUMED, PREFIX
 from semif_adapter.settings import ABORT_GRACE_SECONDS, SAGEMAKER_STOP_SECONDS, SEMIF_PREFIX
 
 ENV_VALUE_MAX = 1024  # SageMaker's limit on one environment value

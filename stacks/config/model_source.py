@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from semif_adapter.deploy.quantize import ConversionError, require_type
 from semif_adapter.model_files import MAX_DEPTH, MODEL_SUFFIX, is_projector
-from semif_adapter.quantize import ConversionError, require_type
 
 from .strict import Strict
 
@@ -17,7 +17,7 @@ from .strict import Strict
 class _Convertible(Strict):
     """A local GGUF the stack packages; `convert` re-encodes it first with llama.cpp's quantizer (once, cached)."""
 
-    convert: str | None = Field(None, description="e.g. Q8_0; see scripts/package_model.py --convert")
+    convert: str | None = Field(None, description="e.g. Q8_0; see `semif package --convert`")
 
     @field_validator("convert")
     @classmethod
@@ -44,7 +44,7 @@ class GgufModel(_Convertible):
 
 
 class TarballModel(Strict):
-    """A local model.tar.gz made by scripts/package_model.py (checked against the packaging rules)."""
+    """A local model.tar.gz made by `semif package` (checked against the packaging rules)."""
 
     source: Literal["tarball"]
     path: str = Field(min_length=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aws_cdk.region_info import RegionInfo
 
-from semif_adapter.artifact import CHAT_TEMPLATE_KEY
+from semif_adapter.deploy.artifact import CHAT_TEMPLATE_KEY
 
 from .chat_template import check_chat_template
 from .container_env_rules import adapter_setting_problem, check_adapter_settings, check_llama_env

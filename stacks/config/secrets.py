@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from semif_adapter.llama_flags import CONTROL_CHARACTER
+from semif_adapter.deploy.llama_flags import CONTROL_CHARACTER
 
 SECRET_WORDS = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|PASSWD|PRIVATE_KEY)(_|$)")
 # Values that are credentials whatever their key.

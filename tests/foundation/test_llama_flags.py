@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from semif_adapter.llama_flags import (
+from semif_adapter.deploy.llama_flags import (
     Arity,
     Flag,
     FlagError,
@@ -164,4 +164,4 @@ def test_committed_list_matches_the_built_llama_server():
     committed = dict(known_flags().flags)
     assert len(built) > 300
     assert {"--override-tensor", "--control-vector-layer-range"} <= set(built)  # metavars with spaces
-    assert built == committed, "run scripts/update_llama_flags.py after changing the llama.cpp pin"
+    assert built == committed, "run `python -m scripts.dev.update_llama_flags` after changing the llama.cpp pin"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.models import MATRIX, MatrixModel
 
-from semif_adapter.artifact import build_tarball, check_tarball
+from semif_adapter.deploy.artifact import build_tarball, check_tarball
 from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.model_files import ModelFileError, resolve_model_path, scan_model_dir
 

@@ -26,9 +26,8 @@ from standin_dlc import ensure_standin_image
 
 from scripts.dev.build_llama_cpp import cache_root
 from scripts.local.processes import LOOPBACK, free_port
-from stacks.build import CONTAINER_DIR
 from stacks.config import ImageBuild
-from stacks.decision_image import build_args_for
+from stacks.image.decision_image import CONTAINER_DIR, build_args_for
 
 IMAGE = "localhost/semif-decision-test:latest"
 TOOLS = ("buildah", "podman", "runc", "mmdebstrap", "gcc")

@@ -94,8 +94,9 @@ def test_toolkit_installs_under_its_own_names_with_its_data(toolkit: Venv) -> No
     top_level = {path.name for path in toolkit.site_packages.iterdir()}
     assert not top_level & {"scripts", "stacks", "tests", "container"}, sorted(top_level)
     for data in ("semif_sagemaker/tools/payloads/decision.json", "semif_sagemaker/tools/payloads/chat.json",
-                 "semif_sagemaker/cdk/instance_memory.json", "semif_sagemaker/cdk/handlers/image_build.py",
-                 "semif_adapter/llama_server_flags.json", "semif_sagemaker/py.typed",
+                 "semif_sagemaker/cdk/config/instance_memory.json",
+                 "semif_sagemaker/cdk/custom_resources/handlers/image_build.py",
+                 "semif_adapter/deploy/llama_server_flags.json", "semif_sagemaker/py.typed",
                  "semif_decision_client/py.typed"):
         assert (toolkit.site_packages / data).is_file(), data
 
@@ -169,9 +170,9 @@ FOREIGN_APP_SCRIPT = """
 import json, sys
 from pathlib import Path
 from aws_cdk import App, Environment, Stack
-from semif_sagemaker.cdk import decision_image
+from semif_sagemaker.cdk.image import decision_image
 from semif_sagemaker.cdk.config import Alarms, EmbeddedModel, Endpoint
-from semif_sagemaker.cdk.config import Environment as Settings
+from semif_sagemaker.cdk.config import EnvironmentSettings as Settings
 from semif_sagemaker.cdk.pair import DecisionEndpointPair, DecisionEndpointPairProps
 
 app = App(outdir=sys.argv[1], analytics_reporting=False)
@@ -180,7 +181,7 @@ settings = Settings(region="eu-west-1", accelerator="cpu", model=EmbeddedModel(s
                     chat=Endpoint(instance_type="ml.m5.large", alarms=Alarms(latency_p90_ms=30_000)),
                     decision=Endpoint(instance_type="ml.c5.xlarge", alarms=Alarms(latency_p90_ms=5_000)))
 pair = DecisionEndpointPair(stack, "Decisions", DecisionEndpointPairProps.build(
-    app_name="checkout", env_name="live", settings=settings, cache_dir=Path(sys.argv[2])))
+    app_name="checkout", environment_name="live", settings=settings, cache_dir=Path(sys.argv[2])))
 app.synth()
 print(json.dumps({"module": decision_image.__file__, "context": str(decision_image.CONTAINER_DIR),
                   "tag": pair.image.tag, "base": pair.image.base_image, "build_args": pair.image.build_args}))
@@ -191,7 +192,7 @@ def test_constructs_from_the_wheel_build_the_image_from_the_context_it_ships(
         wheels: dict[str, Path], outside: Path, tmp_path: Path) -> None:
     """A foreign CDK app outside any checkout: the wheel's own copy of `container/` is the default context, the
     same files as the checkout's (so the same image tag), staged with `serve` still executable."""
-    from stacks.decision_image import CONTAINER_DIR, image_tag, source_fingerprint
+    from stacks.image.decision_image import CONTAINER_DIR, image_tag, source_fingerprint
 
     installed = tmp_path / "site"
     pip("install", "--quiet", "--no-deps", "--target", installed, wheels["semif_sagemaker"])

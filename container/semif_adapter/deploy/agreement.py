@@ -78,7 +78,7 @@ class Agreement:
     def lines(self) -> list[str]:
         count = self.methods[0].decisions if self.methods else 0
         return [f"agreement:     {self.converted} vs {self.original}, {count} fixed decisions "
-                "(semif_adapter.agreement), models taking turns",
+                "(semif_adapter.deploy.agreement), models taking turns",
                 *(f"  {method.line()}" for method in self.methods)]
 
 

@@ -7,7 +7,7 @@ SageMaker reports that only when the startup health check times out, ten
 minutes or more later. This module is the one copy of the mapping (the local
 chat front runs it, the CDK config check validates with it), of the list of
 valid flags with each value's type (data taken from the pinned llama-server's
-`--help` by `scripts/update_llama_flags.py`), and of the flags refused because
+`--help` by `scripts/dev/update_llama_flags.py`), and of the flags refused because
 they open files, sockets or remote backends, or break the endpoint (data
 beside it, `llama_server_unsafe_flags.json`).
 """

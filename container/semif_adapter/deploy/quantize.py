@@ -5,7 +5,7 @@ time; the embedded Q4_1, for one, has neither a repacked nor a tiled kernel on x
 quantized model (`allow_requantize`) cannot restore what the first quantization lost, so every conversion is
 reported with its measured agreement with the original (`agreement.py`), never taken on trust.
 
-Used by `scripts/package_model.py --convert TYPE` and by the CDK app (`model.convert`), so both convert alike.
+Used by `semif package --convert TYPE` and by the CDK app (`model.convert`), so both convert alike.
 """
 
 from __future__ import annotations

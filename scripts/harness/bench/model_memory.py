@@ -1,6 +1,6 @@
 """Memory of the widest System One question on each model of the matrix: peak RSS against a stated bound.
 
-    python -m scripts.bench.model_memory [--out docs/bench/model_memory.json] [--options 255]
+    python -m scripts.harness.bench.model_memory [--out docs/bench/model_memory.json] [--options 255]
 
 For each model (the embedded SmolLM2, 49k vocabulary; Gemma 3 270M, 262k vocabulary) the adapter is started as
 the image starts it, with its own defaults, and asked one choice of `--options` options with `likelihood` and then
@@ -12,7 +12,6 @@ plus, per worker, one ubatch of logits for llama.cpp's output buffer and one for
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -26,7 +25,8 @@ from semif_adapter.gguf_header import read_gguf_info
 from semif_adapter.llama_runtime import default_ubatch
 from semif_adapter.settings import load_settings
 
-from ..pypi_models import GEMMA3_270M
+from ...common.command import program_parser
+from ...dev.pypi_models import GEMMA3_270M
 from ..reliability.servers import Server
 from .servers import adapter
 
@@ -95,7 +95,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.bench.model_memory", description=__doc__.split("\n")[0])
+    parser = program_parser(__doc__, f"{__package__}.model_memory")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     parser.add_argument("--options", type=int, default=OPTIONS, help="options of the one choice question (255)")
     args = parser.parse_args(argv)

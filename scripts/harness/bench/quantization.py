@@ -6,7 +6,7 @@
 Each type is made with the same converter as `semif package --convert` (llama.cpp's quantizer). Decode
 time is the floor of the decision benchmark (raw `llama_decode` of a whole fresh prompt, in process): the
 models take turns prompt by prompt, in a rotating order, and each type's time is the median of its ratios to
-the original's on the same prompt. Agreement is `semif_adapter.agreement` (12 fixed decisions, three scoring
+the original's on the same prompt. Agreement is `semif_adapter.deploy.agreement` (12 fixed decisions, three scoring
 methods, models taking turns). Prints a markdown table; about 3 minutes on a quiet 2-core machine.
 """
 
@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from semif_adapter.agreement import measure
+from semif_adapter.deploy.agreement import measure
+from semif_adapter.deploy.quantize import convert
 from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.quantize import convert
 
 from ...common.command import program_parser
 from ...common.stats import summarize
