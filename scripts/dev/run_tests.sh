@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The test command behind `make test` (and `make test-fast`, which passes -m "not slow"): linters, then pytest
-# with the arguments given. pytest exits 5 when it collects nothing; `set -e` turns that (and any failure) into a
+# The test command behind `make test` (and `make test-fast`, which passes -m "not slow"): linters and the type
+# checker, then pytest with the arguments given. pytest exits 5 when it collects nothing; `set -e` turns that (and any failure) into a
 # failed run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
 ruff check .
+mypy app.py stacks container/semif_adapter clients/python  # strict: pyproject.toml [tool.mypy]
 python -m pytest "$@"

@@ -164,7 +164,8 @@ class ArtifactCache:
 
     def _converted(self, source: Path, scratch: Path, type_name: str) -> tuple[Path, tuple[str, ...]]:
         """The re-encoded GGUF in `scratch`, and the figures to show (printed now: this runs once per model)."""
-        from semif_adapter.deploy.agreement import DECISIONS, measure  # loads llama.cpp: only when converting
+        from semif_adapter.deploy.agreement import measure  # loads llama.cpp: only when converting
+        from semif_adapter.deploy.agreement_cases import DECISIONS
 
         conversion = convert(source, scratch, type_name)
         agreement = measure(source, conversion.output, decisions=DECISIONS[:self.agreement_decisions])

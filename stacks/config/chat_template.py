@@ -61,7 +61,7 @@ def legacy_template_accepted(template: str) -> bool:
 
     message = llama_cpp.llama_chat_message(role=b"user", content=b"test")
     chat = (llama_cpp.llama_chat_message * 1)(message)
-    return llama_cpp.llama_chat_apply_template(template.encode(), chat, 1, True, None, 0) >= 0
+    return bool(llama_cpp.llama_chat_apply_template(template.encode(), chat, 1, True, None, 0) >= 0)
 
 
 def builtin_templates() -> list[str]:

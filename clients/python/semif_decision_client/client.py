@@ -126,7 +126,7 @@ class DecisionRequest:
         Unknown fields are refused, as the endpoint refuses them: a typo such as `debais` is an error here,
         not a knob that silently does nothing.
         """
-        outer = payload if "decision" in payload else {"decision": payload}
+        outer: Mapping[str, Any] = payload if "decision" in payload else {"decision": payload}
         _refuse_unknown(outer, REQUEST_FIELDS, "decision request")
         inner = outer["decision"]
         try:

@@ -70,11 +70,16 @@ Parse = Callable[[bytes], Any]  # the container's strict JSON parser (`semif_ada
 
 
 class Verdict(Protocol):
-    """A key checker's answer (`semif_adapter.api_keys.Verdict`)."""
+    """A key checker's answer (`semif_adapter.api_keys.Verdict`, a frozen dataclass: read-only here too)."""
 
-    allowed: bool
-    key_id: str | None
-    missing: bool
+    @property
+    def allowed(self) -> bool: ...
+
+    @property
+    def key_id(self) -> str | None: ...
+
+    @property
+    def missing(self) -> bool: ...
 
 
 class Admission(Enum):
