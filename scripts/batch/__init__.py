@@ -21,19 +21,18 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from pathlib import Path
 from types import FrameType
 
 from ..common.command import Subparsers, UsageError, add_command
 from ..common.discovery import LOCAL_PORT, LOCAL_PREFIX
 from .chunking import DECISIONS_PER_REQUEST, REQUEST_BYTES
-from .targets import REQUEST_TIMEOUT_S
+from .progress import say
+from .targets import ATTEMPTS, REQUEST_TIMEOUT_S
 from .transform import INVOCATIONS_MAX_RETRIES, INVOCATIONS_TIMEOUT_S
 
 WAIT_TIMEOUT_S = 24 * 3600.0
 POLL_INTERVAL_S = 30.0
-ATTEMPTS = 3
 TRANSFORM_ONLY = ("env", "stack", "app", "model_name", "input_uri", "output_uri", "instance_type", "instance_count",
                   "max_payload_mb", "max_concurrent_transforms", "invocations_timeout", "invocations_retries",
                   "output_kms_key", "job_name", "attach")
@@ -125,10 +124,6 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--{misplaced[0].replace('_', '-')} does not apply to this target")
     if not args.input.startswith("s3://") and Path(args.input).resolve() == args.output.resolve():
         raise UsageError("OUTPUT must not be INPUT")
-
-
-def say(message: str) -> None:
-    print(f"batch: {message}", file=sys.stderr, flush=True)
 
 
 def _stop_on_sigterm(_signum: int, _frame: FrameType | None) -> None:

@@ -18,6 +18,11 @@ LINES_SHOWN = 5
 BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]"
 
 
+def say(message: str) -> None:
+    """One line of the batch command's own on stderr (progress bars go there too)."""
+    print(f"batch: {message}", file=sys.stderr, flush=True)
+
+
 class Progress:
     """A tqdm bar on stderr counting decisions (answered or failed; a System One line's are its questions) with
     their rate and the lines that failed so far."""

@@ -34,15 +34,14 @@ from ..common.discovery import (
     stack_outputs,
 )
 from ..common.polling import Poller, StillWaiting
-from . import ATTEMPTS, say
 from .chunking import DECISIONS_PER_REQUEST, REQUEST_BYTES
 from .errors import BatchFailure, BatchRefused
-from .progress import Progress, Recorder, Summary
+from .progress import Progress, Recorder, Summary, say
 from .realtime import Sizing, run_requests
 from .records import InputFile, InputRecord, parse_input, read_input
 from .resume import OrderedWriter, Previous, read_previous
 from .s3_objects import S3Location, download
-from .targets import REQUEST_TIMEOUT_S, ContainerTarget, RuntimeTarget
+from .targets import ATTEMPTS, REQUEST_TIMEOUT_S, ContainerTarget, RuntimeTarget
 from .transform import (
     INVOCATIONS_MAX_RETRIES,
     INVOCATIONS_TIMEOUT_S,

@@ -22,6 +22,7 @@ from ..common.transport import RetryingTransport
 
 MEDIA_TYPE = "application/jsonlines"
 REQUEST_TIMEOUT_S = 70.0  # above SageMaker's 60 s invocation limit, as the decision client's
+ATTEMPTS = 3  # tries per request, retries included (`semif batch --attempts`)
 # Codes that every request would get again: stop rather than fail the whole file line by line.
 FATAL_CODES = frozenset({"ValidationError", "AccessDeniedException", "UnrecognizedClientException",
                          "InvalidSignatureException", "ExpiredTokenException", "unsupported_media_type",

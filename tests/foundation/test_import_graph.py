@@ -1,0 +1,79 @@
+"""The house's shape: no import circles between our modules, and no module beyond the size a reader can hold.
+
+Imports are read from the source (module level and inside functions; `if TYPE_CHECKING:` blocks left out, as they
+never run), so a circle is found before it bites at import time in one order and not another."""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {"stacks": ROOT / "stacks", "scripts": ROOT / "scripts",
+            "semif_adapter": ROOT / "container" / "semif_adapter",
+            "semif_decision_client": ROOT / "clients" / "python" / "semif_decision_client"}
+MAX_LINES = 450
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package, directory in PACKAGES.items():
+        for path in directory.rglob("*.py"):
+            parts = [package, *path.relative_to(directory).with_suffix("").parts]
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    skipped = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+               and "TYPE_CHECKING" in ast.unparse(block.test) for node in ast.walk(block)}
+    return [node for node in ast.walk(tree) if id(node) not in skipped]
+
+
+def imports_of(name: str, source: str, is_package: bool, known: set[str]) -> set[str]:
+    """The modules of `known` that `name` imports (`from pkg import sub` is the submodule, not the package)."""
+    package = name.split(".") if is_package else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in _runtime_nodes(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else node.module or ""
+            names = [f"{base}.{alias.name}" for alias in node.names]
+            found.update(names)
+            if any(full not in known for full in names):
+                found.add(base)
+    return {target for target in found if target in known and target != name}
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    return {name: imports_of(name, text, is_package, set(sources)) for name, (text, is_package) in sources.items()}
+
+
+def test_no_import_circles() -> None:
+    sources = {name: (path.read_text(), path.name == "__init__.py") for name, path in modules().items()}
+    assert len(sources) > 150  # every package was found
+    try:
+        tuple(graphlib.TopologicalSorter(import_graph(sources)).static_order())
+    except graphlib.CycleError as error:
+        pytest.fail(f"import circle: {' -> '.join(error.args[1])}")
+
+
+def test_a_circle_through_a_package_is_found_and_a_submodule_import_is_not_one() -> None:
+    """The check itself: a package importing from its submodule, which imports a name of the package back, is a
+    circle; a package's `from . import sub` is not an import of itself."""
+    circle = {"pkg": ("from .a import thing\n", True), "pkg.a": ("from . import SETTING\n", False)}
+    with pytest.raises(graphlib.CycleError):
+        tuple(graphlib.TopologicalSorter(import_graph(circle)).static_order())
+    fine = {"pkg": ("from .a import thing\n", True), "pkg.a": ("from . import b\n", False), "pkg.b": ("", False)}
+    assert import_graph(fine) == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": set()}
+
+
+def test_no_module_is_too_long_to_read() -> None:
+    long = {name: lines for name, path in modules().items()
+            if (lines := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, long
