@@ -30,7 +30,7 @@ from ..reliability.servers import Server
 POLL_S = 0.02
 START_TIMEOUT_S = 300.0
 METHODS = ("pmi", "likelihood", "letters")
-PAYLOAD = Path(__file__).resolve().parents[1] / "payloads" / "decision.json"  # what the smoke test sends
+PAYLOAD = Path(__file__).resolve().parents[2] / "payloads" / "decision.json"  # what the smoke test sends
 
 
 def one_round(model: Path, log_dir: Path) -> dict[str, Any]:

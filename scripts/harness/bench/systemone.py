@@ -39,7 +39,7 @@ from .systemone_phases import conformance_phase, options_phase, questions_phase,
 from .systemone_report import markdown
 from .systemone_tools import Running, ToolMissingError, mock_server
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]  # scripts/harness/bench/ -> the repository
 FULL_OUT = ROOT / "docs" / "bench"
 QUICK_OUT = ROOT / "build" / "bench-systemone-quick"
 

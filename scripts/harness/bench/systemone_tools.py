@@ -23,7 +23,7 @@ from typing import Any
 from ...local.processes import LOOPBACK, free_port, start_child, wait_for_ping
 from ..reliability.servers import START_TIMEOUT_S
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]  # scripts/harness/bench/ -> the repository
 TOOLS_ENV = "SEMIF_BENCH_TOOLS"
 DEFAULT_TOOLS = ROOT / ".venv-bench"
 CONFORMANCE_TIMEOUT_S = 120  # jevcompat's per-request default: a slow answer marks the run incomplete, not failed
