@@ -1,7 +1,7 @@
 """Calibration of answer scores: a temperature per scoring method (and a per-slot bias for `letters`), and for System
 One questions a temperature per question type and method, with a bias term where a type needs one.
 
-Fitted offline by `scripts/evaluate.py --fit-calibration` on labelled cases and handed to the adapter as
+Fitted offline by `semif calibrate` on labelled cases and handed to the adapter as
 `SEMIF_CALIBRATION` (the JSON document below). Parsed and validated here only, so the CDK app (at synth) and the
 adapter (at start-up) refuse the same mistakes with the same message.
 

@@ -224,7 +224,7 @@ class Settings(BaseSettings):
     calibration: Annotated[Calibration | None, NoDecode, PlainValidator(
         _parsed(parse_calibration, Calibration), json_schema_input_type=str | None)] = setting(
         SEMIF_PREFIX + "CALIBRATION", shown_default="none (raw scores)",
-        description="calibration JSON from `semif evaluate --fit-calibration` (cdk.json: `decision.calibration` "
+        description="calibration JSON from `semif calibrate` (cdk.json: `decision.calibration` "
                     "names the file)")
     cache_bytes: OptionalInteger = setting(
         SEMIF_PREFIX + "CACHE_BYTES", ge=0,

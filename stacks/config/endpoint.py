@@ -185,7 +185,7 @@ class Endpoint(Strict):
     serverless: Serverless | None = Field(None, description="serverless hosting (decision only)")
     batch_transform: BatchTransform | None = Field(None, description="decision only: Batch Transform locations")
     calibration: str | None = Field(None, min_length=1,
-                                    description="decision only: a --fit-calibration file")
+                                    description="decision only: a `semif calibrate` file")
 
     def calibration_setting(self) -> str | None:
         """The calibration file as the value of SEMIF_CALIBRATION: its canonical document, provenance dropped (an
