@@ -12,7 +12,7 @@ import contextlib
 import ctypes
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,14 +55,19 @@ class Decoder:
 
     def decode(self, pieces: list[Piece]) -> float:
         """Seconds spent inside llama_decode for these pieces (split at the batch size, as llama.cpp needs)."""
-        flat = [(seq, start + i, token, last and i == len(tokens) - 1)
-                for seq, start, tokens, last in pieces for i, token in enumerate(tokens)]
+        return self.decode_items([(token, start + i, (seq,), last and i == len(tokens) - 1)
+                                  for seq, start, tokens, last in pieces for i, token in enumerate(tokens)])
+
+    def decode_items(self, items: Sequence[tuple[int, int, tuple[int, ...], bool]]) -> float:
+        """(token, position, sequences, logits) items, in windows of the batch size; seconds in llama_decode."""
         batch, limit, spent = self._batch, self.runtime.n_batch, 0.0
-        for offset in range(0, len(flat), limit):
-            window = flat[offset:offset + limit]
-            for index, (seq, pos, token, logits) in enumerate(window):
-                batch.token[index], batch.pos[index], batch.n_seq_id[index] = token, pos, 1
-                batch.seq_id[index][0], batch.logits[index] = seq, logits
+        for offset in range(0, len(items), limit):
+            window = items[offset:offset + limit]
+            for index, (token, position, sequences, logits) in enumerate(window):
+                batch.token[index], batch.pos[index], batch.n_seq_id[index] = token, position, len(sequences)
+                for slot, sequence in enumerate(sequences):
+                    batch.seq_id[index][slot] = sequence
+                batch.logits[index] = logits
             batch.n_tokens = len(window)
             started = time.perf_counter()
             status = llama_cpp.llama_decode(self.runtime.context, batch)

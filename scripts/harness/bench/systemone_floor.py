@@ -23,7 +23,6 @@ own words.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,8 @@ import llama_cpp
 
 from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
 from semif_adapter.settings import load_settings
+
+from .inprocess import Decoder
 
 WARMUP_TEXT = "A first decode allocates what every later one reuses."
 
@@ -122,26 +123,9 @@ class RawFloor:
 
     def __init__(self, model: Path, env: Mapping[str, str] | None = None) -> None:
         self.runtime = LlamaRuntime(model, load_settings(env or {}))
-        self._batch = llama_cpp.llama_batch_init(self.runtime.n_batch, 0, MAX_BRANCHES)
+        self._decoder = Decoder(self.runtime)
+        self._decode = self._decoder.decode_items
         self.ms(Layout((Piece(0, 32, (16, 16)),), "warm-up"), WARMUP_TEXT)  # a context's first decode allocates
-
-    def _decode(self, items: list[tuple[int, int, tuple[int, ...], bool]]) -> float:
-        """(token, position, sequences, logits) items, in windows of the batch size; seconds in llama_decode."""
-        spent, batch, limit = 0.0, self._batch, self.runtime.n_batch
-        for offset in range(0, len(items), limit):
-            window = items[offset:offset + limit]
-            for index, (token, position, sequences, logits) in enumerate(window):
-                batch.token[index], batch.pos[index], batch.n_seq_id[index] = token, position, len(sequences)
-                for slot, sequence in enumerate(sequences):
-                    batch.seq_id[index][slot] = sequence
-                batch.logits[index] = logits
-            batch.n_tokens = len(window)
-            started = time.perf_counter()
-            status = llama_cpp.llama_decode(self.runtime.context, batch)
-            spent += time.perf_counter() - started
-            if status != 0:
-                raise RuntimeError(f"llama_decode failed with status {status}")
-        return spent
 
     def _groups(self, piece: Piece) -> list[tuple[int, ...]]:
         """Branches in groups of about one ubatch of tokens (the first group shares its call with the shared
@@ -190,5 +174,5 @@ class RawFloor:
         return sum(self._piece_ms(piece, words) for piece in layout.pieces)
 
     def close(self) -> None:
-        llama_cpp.llama_batch_free(self._batch)
+        self._decoder.close()
         self.runtime.close()
