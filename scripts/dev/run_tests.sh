@@ -8,5 +8,5 @@ export PATH="$PWD/.venv/bin:$PATH"
 # mypy's cache beside the other per-user caches: a fresh clone on a machine that has checked before starts warm.
 export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-${SEMIF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/semif-sagemaker}/mypy}"
 ruff check .
-mypy app.py stacks container/semif_adapter clients/python  # strict: pyproject.toml [tool.mypy]
+mypy app.py stacks container/semif_adapter clients/python/semif_decision_client  # strict: pyproject.toml [tool.mypy]
 python -m pytest "$@"
