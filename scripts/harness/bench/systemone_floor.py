@@ -124,7 +124,6 @@ class RawFloor:
     def __init__(self, model: Path, env: Mapping[str, str] | None = None) -> None:
         self.runtime = LlamaRuntime(model, load_settings(env or {}))
         self._decoder = Decoder(self.runtime)
-        self._decode = self._decoder.decode_items
         self.ms(Layout((Piece(0, 32, (16, 16)),), "warm-up"), WARMUP_TEXT)  # a context's first decode allocates
 
     def _groups(self, piece: Piece) -> list[tuple[int, ...]]:
@@ -150,7 +149,7 @@ class RawFloor:
         llama_cpp.llama_memory_clear(memory, False)
         ids = iter(words * ((piece.cached + piece.evaluated) // len(words) + 1))
         if piece.cached:
-            self._decode([(next(ids), position, (0,), False) for position in range(piece.cached)])
+            self._decoder.decode_items([(next(ids), position, (0,), False) for position in range(piece.cached)])
         end, spent = piece.cached + piece.shared, 0.0
         for index, group in enumerate(self._groups(piece)):
             sequences = tuple(range(1, len(group) + 1))
@@ -160,7 +159,7 @@ class RawFloor:
                      for position in range(piece.cached, end)] if index == 0 else []
             for sequence, length in zip(sequences, group, strict=True):
                 items += [(next(ids), end + offset, (sequence,), offset == length - 1) for offset in range(length)]
-            spent += self._decode(items) if items else 0.0
+            spent += self._decoder.decode_items(items) if items else 0.0
             for sequence in sequences:
                 llama_cpp.llama_memory_seq_rm(memory, sequence, -1, -1)
         return spent * 1000
