@@ -11,8 +11,8 @@ instance family this toolkit deploys to has (the DLC's CPU image dispatches its 
   token's numbers would depend on its place in the batch. Only the tiled types count as fast for it.
 - `ggml-cpu/llamafile/sgemm.cpp` (tinyBLAS, on by default) tiles batches of two or more tokens for F32, F16,
   BF16, Q8_0, Q4_0, Q5_0 and IQ4_NL.
-- Every other type (Q4_1, Q5_1, Q2_K..Q6_K apart from Q4_K, IQ4_XS, the IQ1-IQ3 types) runs the generic
-  row-by-row dot products: still SIMD, but measured 1.7x slower than Q8_0 for the embedded model (README).
+- Every other type (Q4_1, Q5_1, Q2_K..Q6_K, Q4_K included with repacking off, IQ4_XS, the IQ1-IQ3 types) runs the
+  generic row-by-row dot products: still SIMD, but measured 1.7x slower than Q8_0 for the embedded model (README).
 
 On CUDA every quantized type llama.cpp has an MMQ kernel for (`ggml-cuda/mmq.cu`, `ggml_cuda_should_use_mmq`:
 Q1_0..Q8_0, the K types, the IQ types, MXFP4, NVFP4) and F16/BF16/F32 (cuBLAS) run on the GPU's own kernels:
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-CPU_TILED = frozenset({"f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "iq4_nl"})
-CPU_FAST = CPU_TILED  # the adapter turns repacking off: batch-invariant numbers (see above)
+# tinyBLAS-tiled; the repacked types are not fast for the adapter, which does not repack (see above)
+CPU_FAST = frozenset({"f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "iq4_nl"})
 GPU_FAST = frozenset({"q1_0", "q2_0", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K",
                       "q6_K", "iq1_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq4_xs", "iq4_nl",
                       "mxfp4", "nvfp4", "f32", "f16", "bf16"})
