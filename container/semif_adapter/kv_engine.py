@@ -78,6 +78,7 @@ class _Piece:
     tokens: Sequence[int]
     reads: Mapping[int, Sequence[int]]  # index in tokens -> ids
     tag: int  # which branch (-1: the common part)
+    release: int | None = None  # a branch's first position: its cells are dropped once its last token is decoded
 
 
 def decoded_length(tokens: Sequence[int], reads: Mapping[int, Sequence[int]]) -> int:
@@ -276,7 +277,7 @@ class DecisionEngine:
             llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
         every = tuple(range(len(planned.branches)))  # the common part's tokens too: decoded once, with the branches
         pieces = [_Piece(every, common_start, common, common_reads, -1)] if common else []
-        pieces += [_Piece(seq, branch_start, tokens[:length], branch_reads, seq)
+        pieces += [_Piece(seq, branch_start, tokens[:length], branch_reads, seq, release=branch_start)
                    for seq, (tokens, length, branch_reads)
                    in enumerate(zip(planned.branches, lengths, reads.branches, strict=True)) if length]
         found = self._decode_packed(pieces)
@@ -296,9 +297,10 @@ class DecisionEngine:
         calls: list[list[_Piece]] = [[]]
         for piece in pieces:
             for offset in range(0, len(piece.tokens), limit):
+                last = offset + limit >= len(piece.tokens)
                 part = _Piece(piece.seq, piece.start + offset, piece.tokens[offset:offset + limit],
                               {i - offset: ids for i, ids in piece.reads.items() if offset <= i < offset + limit},
-                              piece.tag)
+                              piece.tag, piece.release if last else None)
                 if calls[-1] and sum(len(p.tokens) for p in calls[-1]) + len(part.tokens) > limit:
                     calls.append([])
                 calls[-1].append(part)
@@ -343,7 +345,17 @@ class DecisionEngine:
             for index, (piece, i) in enumerate(window):
                 if i in piece.reads:
                     found.setdefault(piece.tag, {})[piece.start + i] = self._read(index, piece.reads[i])
+                if piece.release is not None and i == len(piece.tokens) - 1:
+                    self._release(piece)
         return found
+
+    def _release(self, piece: _Piece) -> None:
+        """Drop a decoded branch's own cells: every later call's attention reads every cell in use, so 255 answers'
+        branches kept side by side would cost more than the answers themselves. Where the next tokens land then
+        follows from the plan alone (the same frees in the same order), so the numbers stay the plan's."""
+        seq = piece.seq if isinstance(piece.seq, int) else piece.seq[0]
+        if not llama_cpp.llama_memory_seq_rm(self.context.memory, seq, piece.release, -1):
+            raise RuntimeError("llama.cpp could not drop a decoded branch")
 
     def _working(self) -> contextlib.AbstractContextManager[None]:
         return self.cores.working() if self.cores else contextlib.nullcontext()

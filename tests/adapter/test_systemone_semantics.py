@@ -9,7 +9,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from support.systemone import EXTRA, QUESTIONS, TICKET, body, numbers
+from support.systemone import EXTRA, QUESTIONS, TICKET, body, many_options, numbers
 
 pytestmark = pytest.mark.slow
 METHODS = ("letters", "likelihood", "pmi")
@@ -39,6 +39,17 @@ def test_a_question_scores_the_same_alone_with_others_reordered_and_renamed(clie
         assert numbers(together[qid]) == expected, qid
         assert numbers(reordered[qid]) == expected, qid
         assert numbers(renamed[f"renamed {qid} 🙂"]) == expected, qid
+
+
+def test_a_choice_decoded_over_several_windows_scores_the_same_alone_and_after_others(client):
+    """Over one ubatch of answer tokens the engine drops each decoded branch before the next window; where the
+    next window's tokens land must follow from the question alone."""
+    many = {"type": "choice", "instructions": "Which queue should take this ticket?", "criteria": many_options(80)}
+    state = fresh_state()
+    after_others = ask(client, {**QUESTIONS, "many": many}, state)["many"]  # the state evaluated by the first
+    alone = ask(client, {"many": many}, state)["many"]
+    assert alone["x_timing"]["evaluated_tokens"] > 512  # more than one ubatch (the default, 512) of answer tokens
+    assert numbers(after_others) == numbers(alone)
 
 
 def test_cached_and_uncached_states_give_the_same_bits(client):
