@@ -58,6 +58,9 @@ def test_layout_from_x_timing_then_semif_blocks_then_usage() -> None:
     direct = {"answers": {"a": {"semif": {"input_tokens": 120}}}, "semif": {"mode": "direct", "timing": {}}}
     assert reported_layout(direct) == Layout((Piece(0, 120),), "semif")
     assert reported_layout({"answers": {"a": {}}, "usage": {"input_tokens": 40}}) == Layout((Piece(0, 40),), "usage")
+    door = {"option_ids": ["a", "b"], "option_logits": [0.1, 0.2],  # our SemIf door: one decision
+            "timing": {"prompt_tokens": 95, "cached_tokens": 34, "evaluated_tokens": 96}}
+    assert reported_layout(door) == Layout((Piece(34, 61, (18, 17)),), "x_timing")
     assert reported_layout({"answers": {}}) is None
 
 
@@ -119,6 +122,10 @@ def test_quick_run_answers_every_request_and_times_its_floor(quick_run: Path) ->
             assert row["tokens_source"] == ["usage"] and row["floor_ms"]["p50"] > 0
     (extra,) = results["questions"]["extra_question"][MOCK]
     assert extra["questions"] == 2 and extra["extra_evaluated_tokens"] > 0
+    warm = results["questions"]["warm_rows"][MOCK]  # each request after an uncounted question about its state
+    assert list(warm) == ["1", "2"] and all(row["answered"] == row["requests"] == 1 for row in warm.values())
+    assert [e["questions"] for e in results["questions"]["warm_extra_question"][MOCK]] == [2]
+    assert "semif" not in results  # the SemIf door is the adapter's alone
     throughput = results["throughput"]["systems"][MOCK]
     assert (throughput["requests"], throughput["errors"], throughput["decisions"]) == (4, 0, 12)
     verdict = results["conformance"][MOCK]
@@ -131,12 +138,13 @@ def test_quick_run_report_shows_what_it_measured(quick_run: Path) -> None:
     results = json.loads((quick_run / "systemone.json").read_text())
     report = (quick_run / "systemone.md").read_text()
     assert (quick_run / "systemone.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    for phase in ("questions", "options"):
-        for value, row in results[phase]["rows"][MOCK].items():
+    for phase, key in (("questions", "rows"), ("options", "rows"), ("questions", "warm_rows")):
+        for value, row in results[phase][key][MOCK].items():
             cells = [MOCK, value, row["answered"], row["refused"], row["failed"], row["latency_ms"]["p50"],
                      row["latency_ms"]["p95"], row["evaluated_tokens"]["p50"], "usage", row["floor_ms"]["p50"],
                      row["over_floor"]["p50"]]
-            assert "| " + " | ".join(_cell(c) for c in cells) + " |" in report, (phase, value)
+            assert "| " + " | ".join(_cell(c) for c in cells) + " |" in report, (phase, key, value)
+    assert "## Questions about a short state the server has just read" in report
     assert f"| {MOCK} | {_cell(results['throughput']['systems'][MOCK]['decisions_per_s'])} |" in report
     assert f"| {MOCK} | conformant | " in report
     # a server that does not say what it computed gets no verdict on the cost targets

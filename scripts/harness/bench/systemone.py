@@ -35,7 +35,14 @@ from .decisions import Phases, _commit, _cpu_model, load
 from .systemone_chart import render_chart
 from .systemone_floor import RawFloor
 from .systemone_peer import PeerMissingError, installation, semif_serve
-from .systemone_phases import conformance_phase, options_phase, questions_phase, throughput_phase, warm_up
+from .systemone_phases import (
+    conformance_phase,
+    options_phase,
+    questions_phase,
+    semif_phase,
+    throughput_phase,
+    warm_up,
+)
 from .systemone_report import markdown
 from .systemone_tools import Running, ToolMissingError, mock_server
 
@@ -110,6 +117,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["questions"] = phases.run("questions per state, taking turns", questions_phase, systems, config,
                                           floor)
         results["options"] = phases.run("options per choice, taking turns", options_phase, systems, config, floor)
+        if any(system.name == "adapter" for system in systems):
+            results["semif"] = phases.run("fresh SemIf decisions", semif_phase, systems, config, floor)
         if not args.skip_throughput:
             results["throughput"] = phases.run("throughput, round by round", throughput_phase, systems,
                                                config.throughput)

@@ -109,6 +109,9 @@ def reported_layout(document: Mapping[str, Any] | None) -> Layout | None:
     """What a 200 answer says it computed, in the most detail the server gives."""
     if not document:
         return None
+    if isinstance(document.get("timing"), Mapping) and isinstance(document.get("option_logits"), list):
+        # our SemIf door: one decision, its timing and its options' logits
+        return _ours({"decision": {"x_timing": document["timing"], "x_option_logits": document["option_logits"]}})
     answers = document.get("answers") if isinstance(document.get("answers"), Mapping) else {}
     found = _ours(answers) or _semif(document, answers)
     if found:

@@ -20,11 +20,19 @@ from .http_runs import TIMEOUT, Outcome, per_client, post
 from .systemone_config import Config, Throughput
 from .systemone_floor import RawFloor, reported_layout
 from .systemone_tools import Running, conformance
-from .systemone_workload import body_text, options_body, questions_body, triage_body
+from .systemone_workload import (
+    body_text,
+    options_body,
+    priming_body,
+    questions_body,
+    semif_body,
+    triage_body,
+)
 
 PATH = "/v1/systemone"
 # State indices per phase: far apart, so no phase (and no round) finds another's states in a cache.
-QUESTIONS_BASE, OPTIONS_BASE, THROUGHPUT_BASE, WARMUP_BASE = 400_000, 500_000, 600_000, 700_000
+QUESTIONS_BASE, OPTIONS_BASE, THROUGHPUT_BASE, WARMUP_BASE, WARM_BASE = 400_000, 500_000, 600_000, 700_000, 800_000
+SEMIF_BASE = 900_000
 
 
 def rotated(systems: Sequence[Running], turn: int) -> list[Running]:
@@ -33,7 +41,10 @@ def rotated(systems: Sequence[Running], turn: int) -> list[Running]:
 
 
 def _answered(outcome: Outcome, body: dict[str, Any]) -> bool:
-    answers = (outcome.document or {}).get("answers")
+    document = outcome.document or {}
+    if "decision" in body:  # the SemIf door: one probability per option
+        return outcome.ok and len(document.get("probabilities") or ()) == len(body["decision"]["options"])
+    answers = document.get("answers")
     return outcome.ok and isinstance(answers, dict) and set(answers) == set(body["questions"])
 
 
@@ -74,8 +85,11 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _taking_turns(systems: Sequence[Running], rows: Sequence[int], bodies: Callable[[int, int], dict[str, Any]],
-                  repeats: int, floor: RawFloor | None) -> dict[str, dict[str, Any]]:
-    """Per row value (question or option count) and system: every request and their summary."""
+                  repeats: int, floor: RawFloor | None, *,
+                  prime: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                  path: str = PATH) -> dict[str, dict[str, Any]]:
+    """Per row value (question or option count) and system: every request and their summary. With `prime`, each
+    system is first sent (uncounted) `prime(body)`, right before the request it prepares."""
     found: dict[str, dict[str, Any]] = {system.name: {} for system in systems}
     turn = 0
     with httpx.Client(timeout=TIMEOUT) as client:
@@ -84,8 +98,11 @@ def _taking_turns(systems: Sequence[Running], rows: Sequence[int], bodies: Calla
             for repeat in range(repeats):
                 body = bodies(value, repeat)
                 encoded = json.dumps(body).encode()
+                primer = json.dumps(prime(body)).encode() if prime else None
                 for system in rotated(systems, turn):
-                    records[system.name].append(_record(post(client, system.url + PATH, encoded), body, floor))
+                    if primer is not None:
+                        post(client, system.url + path, primer)
+                    records[system.name].append(_record(post(client, system.url + path, encoded), body, floor))
                 turn += 1
             for name, entries in records.items():
                 found[name][str(value)] = {**_summary(entries), "samples": entries}
@@ -105,15 +122,27 @@ def warm_up(systems: Sequence[Running], config: Config) -> None:
                 encoded = json.dumps(body).encode()
                 for system in systems:
                     post(client, system.url + PATH, encoded)
+            for count in config.semif_option_counts:
+                encoded = json.dumps(semif_body(config.size, state + 500 + count, count)).encode()
+                for system in systems:
+                    if system.name == "adapter":
+                        post(client, system.url + "/invocations", encoded)
 
 
 def questions_phase(systems: Sequence[Running], config: Config, floor: RawFloor | None) -> dict[str, Any]:
-    """1, 2, 4, 8 questions about one fresh state; the cost of each question beyond the first."""
+    """1, 2, 4, 8 questions about one fresh state, then about a state the server has just read (an uncounted
+    question about it first): the cost of each question beyond the first, measured where the state's own decode
+    (and its noise, a second or so for a medium state) is not in the difference."""
     rows = _taking_turns(systems, config.question_counts,
                          lambda count, repeat: questions_body(config.size, QUESTIONS_BASE + 1000 * count + repeat,
                                                               count), config.repeats, floor)
+    warm = _taking_turns(systems, config.question_counts,
+                         lambda count, repeat: questions_body(config.size, WARM_BASE + 1000 * count + repeat, count),
+                         config.warm_repeats, floor, prime=priming_body)
     return {"size": config.size, "rows": rows, "extra_question": {name: extra_question_cost(by_count)
-                                                                  for name, by_count in rows.items()}}
+                                                                  for name, by_count in rows.items()},
+            "warm_rows": warm, "warm_extra_question": {name: extra_question_cost(by_count)
+                                                       for name, by_count in warm.items()}}
 
 
 def extra_question_cost(by_count: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -143,6 +172,16 @@ def options_phase(systems: Sequence[Running], config: Config, floor: RawFloor | 
     rows = _taking_turns(systems, config.option_counts,
                          lambda count, repeat: options_body(config.size, OPTIONS_BASE + 1000 * count + repeat, count),
                          config.repeats, floor)
+    return {"size": config.size, "rows": rows}
+
+
+def semif_phase(systems: Sequence[Running], config: Config, floor: RawFloor | None) -> dict[str, Any]:
+    """Fresh SemIf-contract decisions (`POST /invocations`, pmi) on the adapter, against the floor of their own
+    evaluated tokens decoded in one call: the other front door onto the same core."""
+    adapter = [system for system in systems if system.name == "adapter"]
+    rows = _taking_turns(adapter, config.semif_option_counts,
+                         lambda count, repeat: semif_body(config.size, SEMIF_BASE + 1000 * count + repeat, count),
+                         config.repeats, floor, path="/invocations")
     return {"size": config.size, "rows": rows}
 
 

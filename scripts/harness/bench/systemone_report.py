@@ -8,6 +8,7 @@ from .report import _cell, _table
 
 EXTRA_QUESTION_LIMIT = 1.0  # each question beyond the first costs no more than the floor of its own tokens
 OPTIONS_LIMIT = 1.2  # a choice of 2 to 255 options within 1.2x the floor of its tokens
+FRESH_LIMIT = 1.1  # a fresh decision of either contract within 1.10x its evaluated tokens decoded in one call
 
 
 def _target(name: str, measured: str, met: bool | None) -> list[Any]:
@@ -27,11 +28,14 @@ def targets(results: dict[str, Any]) -> list[list[Any]]:
         return [_target(f"{name}: cost against the floor of its own evaluated tokens",
                         "not measurable: the server does not report the tokens it computed (`x_timing`)", None)]
     found = []
-    extra = [e for e in results["questions"]["extra_question"][name] if e["over_floor"] is not None]
+    questions = results["questions"]
+    by_state = questions.get("warm_extra_question") or questions["extra_question"]
+    extra = [e for e in by_state[name] if e["over_floor"] is not None]
     if extra:
         worst = max(extra, key=lambda e: e["over_floor"])
         found.append(_target(
-            f"{name}: each question beyond the first <= {EXTRA_QUESTION_LIMIT:.1f}x the floor of its own tokens",
+            f"{name}: each question beyond the first <= {EXTRA_QUESTION_LIMIT:.1f}x the floor of its own tokens"
+            + (" (state already read)" if "warm_extra_question" in questions else ""),
             "; ".join(f"{e['questions']} questions: {e['extra_ms']:.1f} ms per extra question vs floor "
                       f"{e['extra_floor_ms']:.1f} ms ({e['over_floor']:.3f}x, {e['extra_evaluated_tokens']} tokens)"
                       for e in extra), worst["over_floor"] <= EXTRA_QUESTION_LIMIT))
@@ -45,7 +49,24 @@ def targets(results: dict[str, Any]) -> list[list[Any]]:
             "; ".join(f"{count}: {row['over_floor']['p50']:.3f}x" for count, row in measured.items())
             + f"; worst {worst_count} options; every option count answered: {_cell(answered_all)}",
             measured[worst_count]["over_floor"]["p50"] <= OPTIONS_LIMIT and answered_all))
+    fresh = _fresh_ratios(results, name)
+    if fresh:
+        found.append(_target(f"{name}: a fresh decision of either contract <= {FRESH_LIMIT:.2f}x the floor of its "
+                             "evaluated tokens in one call",
+                             "; ".join(f"{label}: {value:.3f}x" for label, value in fresh.items()),
+                             max(fresh.values()) <= FRESH_LIMIT))
     return found
+
+
+def _fresh_ratios(results: dict[str, Any], name: str) -> dict[str, float]:
+    """Paired p50 over the floor of the fresh rows of few options: System One's one question and 2-option choice,
+    and each SemIf row."""
+    rows = {"System One, 1 question": results["questions"]["rows"][name].get("1"),
+            "System One, choice of 2": results["options"]["rows"][name].get("2")}
+    rows |= {f"SemIf, {count} options": row for count, row in results.get("semif", {}).get("rows", {})
+             .get(name, {}).items()}
+    return {label: row["over_floor"]["p50"] for label, row in rows.items()
+            if row and row["over_floor"].get("p50") is not None}
 
 
 def _row_lines(label: str, rows: dict[str, dict[str, Any]]) -> list[str]:
@@ -89,6 +110,15 @@ def _throughput_lines(throughput: dict[str, Any]) -> list[str]:
                      f"vs {next(iter(systems))}"], lines)]
 
 
+def _questions_lines(title: str, rows: dict[str, dict[str, Any]], extra: dict[str, list[dict[str, Any]]]) -> list[str]:
+    return [f"## {title}", "", *_row_lines("questions", rows),
+            "Each question beyond the first (p50 at k questions minus p50 at one, over k - 1):", "",
+            *_table(["system", "questions", "ms per extra question", "its floor ms", "over floor",
+                     "tokens per extra question"],
+                    [[name, e["questions"], e["extra_ms"], e["extra_floor_ms"], e["over_floor"],
+                      e["extra_evaluated_tokens"]] for name, costs in extra.items() for e in costs])]
+
+
 def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     lines = [f"# System One benchmark ({'quick' if meta['quick'] else 'full'} run)", "",
@@ -105,17 +135,18 @@ def markdown(results: dict[str, Any]) -> str:
     if "conformance" in results:
         lines += _conformance_lines(results["conformance"])
     questions = results["questions"]
-    lines += [f"## Questions about one fresh {questions['size']} state", "",
-              *_row_lines("questions", questions["rows"]), "Each question beyond the first (p50 at k questions "
-              "minus p50 at one, over k - 1):", "",
-              *_table(["system", "questions", "ms per extra question", "its floor ms", "over floor",
-                       "tokens per extra question"],
-                      [[name, e["questions"], e["extra_ms"], e["extra_floor_ms"], e["over_floor"],
-                        e["extra_evaluated_tokens"]] for name, costs in questions["extra_question"].items()
-                       for e in costs])]
+    lines += _questions_lines(f"Questions about one fresh {questions['size']} state", questions["rows"],
+                              questions["extra_question"])
+    if "warm_rows" in questions:
+        lines += _questions_lines(f"Questions about a {questions['size']} state the server has just read (an "
+                                  "uncounted question about it first)", questions["warm_rows"],
+                                  questions["warm_extra_question"])
     options = results["options"]
     lines += [f"## One choice about a fresh {options['size']} state, by option count", "",
               *_row_lines("options", options["rows"])]
+    if "semif" in results:
+        lines += [f"## Fresh SemIf decisions (`POST /invocations`, pmi) about a {results['semif']['size']} state",
+                  "", *_row_lines("options", results["semif"]["rows"])]
     if "throughput" in results:
         lines += _throughput_lines(results["throughput"])
     return "\n".join(lines)

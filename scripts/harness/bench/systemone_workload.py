@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .workload import OPTION_IDS, OPTION_TEXTS, state_text
+from .workload import OPTION_IDS, OPTION_TEXTS, option_list, state_text
 
 MODEL = "jev-latest"  # the SDKs' default name, accepted by every server here
 
@@ -53,6 +53,15 @@ def questions_body(size: str, state_index: int, count: int) -> dict[str, Any]:
     return {"model": MODEL, "state": state(size, state_index), "questions": dict(QUESTION_BANK[:count])}
 
 
+PRIMING_QUESTION = {"type": "noul", "instructions": "Is this text written in English?"}  # asked by no measured body
+
+
+def priming_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A question about the body's state that the body does not ask: the server reads the state (and may keep
+    it), but has no answer to any of the body's questions yet."""
+    return {"model": MODEL, "state": body["state"], "questions": {"priming": PRIMING_QUESTION}}
+
+
 def option_names(count: int) -> dict[str, str]:
     """`count` options, named and described distinctly: the 16 option texts, then each with a qualifier."""
     if not 2 <= count <= len(OPTION_IDS) * len(VARIANTS):
@@ -72,6 +81,13 @@ def options_body(size: str, state_index: int, count: int) -> dict[str, Any]:
                                         "criteria": option_names(count)}}}
 
 
+def semif_body(size: str, state_index: int, count: int) -> dict[str, Any]:
+    """The same kind of state and options through the SemIf door: one decision, scored with pmi."""
+    return {"decision": {"id": f"bench-{state_index}", "state": state(size, state_index),
+                         "question": "What should support do next?", "options": option_list(count)},
+            "scoring": "pmi"}
+
+
 def triage_body(size: str, state_index: int) -> dict[str, Any]:
     """The throughput workload's request: a fresh ticket and three questions of the three types."""
     return questions_body(size, state_index, THROUGHPUT_QUESTIONS)
@@ -79,6 +95,9 @@ def triage_body(size: str, state_index: int) -> dict[str, Any]:
 
 def body_text(body: dict[str, Any]) -> str:
     """The request's own words (state and questions), whose tokens the floor decodes."""
+    if "decision" in body:
+        decision = body["decision"]
+        return "\n".join([decision["state"], decision["question"], *(o["description"] for o in decision["options"])])
     parts = [str(body["state"])]
     for question in body["questions"].values():
         parts.append(str(question.get("instructions") or ""))
