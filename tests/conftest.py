@@ -11,6 +11,7 @@ container with scripted behaviour.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -36,8 +37,8 @@ STOP_TIMEOUT_S = 30.0
 # What `make test-fast` (pytest -m "not slow") leaves out besides the tests marked `slow` where they are written: a
 # test that uses one of these fixtures, itself or through another (the model served by the local endpoints or an
 # adapter, the decision image), and the tests of these modules (the model in process, a CLI over every environment).
-SLOW_FIXTURES = frozenset({"local_endpoints", "spawn_gateway", "adapter", "start_adapter", "matrix_adapter",
-                           "decision_image", "local_adapter"})
+SLOW_FIXTURES = frozenset({"local_endpoints", "spawn_gateway", "uncached_gateway", "adapter", "start_adapter",
+                           "matrix_adapter", "decision_image", "local_adapter"})
 SLOW_MODULES = frozenset({"adapter/test_engine_caches.py", "adapter/test_workers.py", "cdk/test_cdk_cli.py",
                           "security/test_security_checkov.py"})
 
@@ -125,6 +126,16 @@ def spawn_gateway(tmp_path: Path) -> Iterator[Callable[..., RunningGateway]]:
     yield spawn
     for gateway in started:
         gateway.stop(signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def uncached_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
+    """Local endpoints whose adapter keeps no result cache (each answer computed afresh), shared by a module's tests
+    that compare answers: one start instead of one per test."""
+    gateway = _start(tmp_path_factory.mktemp("uncached-gateway"), (), {**os.environ, "SEMIF_RESULT_CACHE_ENTRIES": "0"})
+    gateway.wait_ready()
+    yield gateway
+    gateway.stop(signal.SIGKILL)
 
 
 def runtime_client_for(url: str, max_attempts: int = 1) -> Any:

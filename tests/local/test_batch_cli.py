@@ -156,14 +156,10 @@ def test_interrupted_run_resumes_complete_and_in_order(local: tuple[str, ...], t
     assert f"({len(done)} before this run, {len(lines) - len(done)} now" in resumed.stdout
 
 
-def _batched_and_single(spawn_gateway: Callable[..., Any], runtime_for: Callable[..., Any], tmp_path: Path,
+def _batched_and_single(gateway: Any, runtime_for: Callable[..., Any], tmp_path: Path,
                         lines: list[str], max_decisions: int) -> tuple[list[bytes], list[bytes]]:
-    """The lines' answers from one batch run and then one request each (last line first), on a fresh gateway whose
+    """The lines' answers from one batch run and then one request each (last line first), on a gateway whose
     adapter keeps no result cache, so that each answer is computed afresh."""
-    import os
-
-    gateway = spawn_gateway(env={**os.environ, "SEMIF_RESULT_CACHE_ENTRIES": "0"})
-    gateway.wait_ready()
     source = write_lines(tmp_path / "in.jsonl", lines)
     output = tmp_path / "out.jsonl"
     result = run_batch(source, "-o", output, "--local", "--port", str(gateway.port), "--max-decisions",
@@ -175,10 +171,10 @@ def _batched_and_single(spawn_gateway: Callable[..., Any], runtime_for: Callable
     return output.read_bytes().splitlines(), singles
 
 
-def test_json_lines_answers_equal_single_answers(spawn_gateway: Callable[..., Any], runtime_for: Callable[..., Any],
+def test_json_lines_answers_equal_single_answers(uncached_gateway: Any, runtime_for: Callable[..., Any],
                                                  tmp_path: Path) -> None:
     """Byte for byte apart from timing, each computed afresh: this gateway's adapter keeps no result cache."""
-    batched, singles = _batched_and_single(spawn_gateway, runtime_for, tmp_path, sample_lines(8, 4, seed=1406), 8)
+    batched, singles = _batched_and_single(uncached_gateway, runtime_for, tmp_path, sample_lines(8, 4, seed=1406), 8)
     assert all(TIMING.search(answer) for answer in [*batched, *singles])
     assert [TIMING.sub(b"", answer) for answer in batched] == [TIMING.sub(b"", answer) for answer in singles]
 
@@ -219,10 +215,10 @@ def test_a_system_one_file_mixed_with_semif_lines_is_answered_in_order(local_end
     assert output.read_bytes() == before
 
 
-def test_system_one_answers_in_a_file_equal_single_answers(spawn_gateway: Callable[..., Any],
+def test_system_one_answers_in_a_file_equal_single_answers(uncached_gateway: Any,
                                                            runtime_for: Callable[..., Any], tmp_path: Path) -> None:
     """Byte for byte apart from timing and the line's place, each computed afresh (no result cache)."""
-    batched, singles = _batched_and_single(spawn_gateway, runtime_for, tmp_path, systemone_lines(2, seed=1409), 6)
+    batched, singles = _batched_and_single(uncached_gateway, runtime_for, tmp_path, systemone_lines(2, seed=1409), 6)
     assert all(PLACE.search(answer) for answer in batched)
     assert all(len(X_TIMING.findall(answer)) == 4 for answer in [*batched, *singles])  # the request's, 3 answers'
     assert [X_TIMING.sub(b"", PLACE.sub(b"}", answer)) for answer in batched] == [X_TIMING.sub(b"", a) for a in singles]

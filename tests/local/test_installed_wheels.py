@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,9 @@ def fresh_venv(root: Path, *requirements: str | Path) -> Venv:
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Both wheels, built offline with this venv's setuptools."""
     out = tmp_path_factory.mktemp("wheels")
-    for project in (REPO, REPO / "clients" / "python"):
-        pip("wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", out, project)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each pip is one process on one core: the two side by side
+        list(pool.map(lambda project: pip("wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", out, project),
+                      (REPO, REPO / "clients" / "python")))
     found = {path.name.split("-")[0]: path for path in out.glob("*.whl")}
     assert set(found) == {"semif_sagemaker", "semif_decision_client"}, found
     return found
@@ -81,13 +83,23 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def toolkit(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    return fresh_venv(tmp_path_factory.mktemp("toolkit-venv") / "venv", wheels["semif_sagemaker"])
+def venvs(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Venv]:
+    """The toolkit's venv and the client's alone, made side by side (pip is one process on one core)."""
+    made = {"toolkit": (tmp_path_factory.mktemp("toolkit-venv") / "venv", wheels["semif_sagemaker"]),
+            "client": (tmp_path_factory.mktemp("client-venv") / "venv", "boto3", wheels["semif_decision_client"])}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(fresh_venv, *args) for name, args in made.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 @pytest.fixture(scope="session")
-def client_only(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    return fresh_venv(tmp_path_factory.mktemp("client-venv") / "venv", "boto3", wheels["semif_decision_client"])
+def toolkit(venvs: dict[str, Venv]) -> Venv:
+    return venvs["toolkit"]
+
+
+@pytest.fixture(scope="session")
+def client_only(venvs: dict[str, Venv]) -> Venv:
+    return venvs["client"]
 
 
 def test_toolkit_installs_under_its_own_names_with_its_data(toolkit: Venv) -> None:
