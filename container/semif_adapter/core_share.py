@@ -9,7 +9,9 @@ a worker that is alone, an equal share when several have a decision in progress.
 threads than there are free cores (spinning barriers of an oversubscribed call stall on preempted threads), so a
 worker that arrives while another one's call holds every core waits for that call to end. No decode's numbers
 depend on its thread count (`tests/adapter/test_decisions.py::test_same_numbers_whatever_the_thread_count`), so
-only speed depends on this.
+only speed depends on this. A worker whose call is the last of its decision stops counting towards the split as
+that call ends: a call waiting for its cores then gets all of them rather than half with the other half idle
+(a request's second question, waiting on its first, would otherwise run on one core).
 """
 
 from __future__ import annotations
@@ -27,22 +29,29 @@ class CoreShare:
         self._free = cores
         self._working = 0  # workers with a decision in progress
         self._changed = threading.Condition()
+        self._local = threading.local()  # per worker: its decisions in progress and whether each still counts
 
     @contextmanager
     def working(self) -> Iterator[None]:
-        """Around one decision's evaluation: the worker counts towards the split while it has one."""
+        """Around one decision's evaluation: the worker counts towards the split while it has one (until the end
+        of a call it said was its last)."""
         with self._changed:
             self._working += 1
+        counted = self._counted()
+        counted.append(True)
         try:
             yield
         finally:
             with self._changed:
-                self._working -= 1
+                if counted.pop():
+                    self._working -= 1
                 self._changed.notify_all()
 
     @contextmanager
-    def threads(self) -> Iterator[int]:
-        """Cores for one llama_decode call: waits until one is free, then takes up to this worker's share."""
+    def threads(self, *, last: bool = False) -> Iterator[int]:
+        """Cores for one llama_decode call: waits until one is free, then takes up to this worker's share. With
+        `last`, the worker stops counting towards the split when the call ends, in the same step that frees its
+        cores, so a waiting call sees how many are still working."""
         with self._changed:
             while not self._free:
                 self._changed.wait()
@@ -53,7 +62,18 @@ class CoreShare:
         finally:
             with self._changed:
                 self._free += granted
+                counted = self._counted()
+                if last and counted and counted[-1]:
+                    counted[-1] = False
+                    self._working -= 1
                 self._changed.notify_all()
+
+    def _counted(self) -> list[bool]:
+        """This thread's decisions in progress, innermost last: whether each still counts towards the split."""
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        stack: list[bool] = self._local.stack
+        return stack
 
     def snapshot(self) -> tuple[int, int]:
         """(free cores, workers with a decision in progress): what the tests check."""

@@ -66,6 +66,7 @@ class EngineResult:
     context_tokens: int  # prefix + common + every branch as decoded: what the question placed in the context
     evaluated_tokens: int  # what this request actually computed
     cached_tokens: int  # prefix tokens reused
+    output_rows: int  # positions whose logits were computed (the vocabulary head) and read
     cache_source: str  # where they came from: "kv" (still in the KV cache), "host" (restored), "none"
     restore_ms: float
     forward_ms: float
@@ -128,7 +129,9 @@ class DecisionEngine:
         return EngineResult(common=common, branches=rows,
                             prompt_tokens=planned.prefix + len(planned.common) + len(planned.branches[0]),
                             prefix_tokens=planned.prefix, context_tokens=needed,
-                            evaluated_tokens=needed - cached, cached_tokens=cached, cache_source=source,
+                            evaluated_tokens=needed - cached, cached_tokens=cached,
+                            output_rows=(reads.common is not None) + sum(len(r) for r in reads.branches),
+                            cache_source=source,
                             restore_ms=restore_ms, forward_ms=(time.perf_counter() - started) * 1000 - restore_ms)
 
     def enable_partial_reuse(self, probe_tokens: Sequence[int]) -> list[str]:
@@ -270,7 +273,7 @@ class DecisionEngine:
         if len(planned.branches) == 1:  # one decode: the common part and the branch together
             merged = {**common_reads, **{len(common) + i: ids for i, ids in reads.branches[0].items()}}
             tokens = [*common, *planned.branches[0][:lengths[0]]]
-            rows = self._decode([_Piece(0, common_start, tokens, merged, 0)]).get(0, {})
+            rows = self._decode([_Piece(0, common_start, tokens, merged, 0)], last=True).get(0, {})
             branch = {pos - branch_start: row for pos, row in rows.items() if pos >= branch_start}
             return rows.get(last_common), (branch,)
         for seq in range(1, len(planned.branches)):  # the prefix's cells belong to every branch
@@ -305,8 +308,8 @@ class DecisionEngine:
                     calls.append([])
                 calls[-1].append(part)
         found: dict[int, dict[int, Row]] = {}
-        for call in calls:
-            for tag, rows in self._decode(call).items():
+        for index, call in enumerate(calls):
+            for tag, rows in self._decode(call, last=index == len(calls) - 1).items():
                 found.setdefault(tag, {}).update(rows)
         return found
 
@@ -318,15 +321,17 @@ class DecisionEngine:
         return [(start, min(start + ubatch, call + batch, count))
                 for call in range(0, count, batch) for start in range(call, min(call + batch, count), ubatch)]
 
-    def _decode(self, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
+    def _decode(self, pieces: list[_Piece], *, last: bool = False) -> dict[int, dict[int, Row]]:
         """llama_decode per ubatch of each batch-sized window; reads each call's requested rows right after it runs.
 
         Returns rows by piece tag, keyed by the token's absolute position (a piece split over calls keeps them).
+        With `last`, its final call is the evaluation's last (`CoreShare.threads`).
         """
         batch = self._batch
         flat = [(p, i) for p in pieces for i in range(len(p.tokens))]
         found: dict[int, dict[int, Row]] = {}
-        for start, end in self._windows(len(flat)):
+        windows = self._windows(len(flat))
+        for start, end in windows:
             window = flat[start:end]
             for index, (piece, i) in enumerate(window):
                 batch.token[index] = piece.tokens[i]
@@ -337,7 +342,7 @@ class DecisionEngine:
                     batch.seq_id[index][slot] = seq
                 batch.logits[index] = i in piece.reads
             batch.n_tokens = len(window)
-            status = self._run(batch)
+            status = self._run(batch, last=last and (start, end) == windows[-1])
             if status == DECODE_ABORTED:
                 raise DecodeAbortedError("llama_decode was aborted")
             if status != 0:
@@ -360,11 +365,11 @@ class DecisionEngine:
     def _working(self) -> contextlib.AbstractContextManager[None]:
         return self.cores.working() if self.cores else contextlib.nullcontext()
 
-    def _run(self, batch: llama_cpp.llama_batch) -> int:
+    def _run(self, batch: llama_cpp.llama_batch, *, last: bool = False) -> int:
         """One llama_decode, on the threads the core share grants it (the context's own without one)."""
         if self.cores is None:
             return int(llama_cpp.llama_decode(self.context.context, batch))
-        with self.cores.threads() as threads:
+        with self.cores.threads(last=last) as threads:
             self.context.use_threads(threads)
             return int(llama_cpp.llama_decode(self.context.context, batch))
 

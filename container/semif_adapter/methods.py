@@ -62,17 +62,19 @@ class Effort:
     forward_ms: float
     prefix_tokens: int = 0  # head + state of the main prompt
     read_tokens: int = 0  # the main prompt's tokens in the context: prefix, common part and every answer
+    output_rows: int = 0  # positions whose logits were computed: one per answer token (answers), one per order
 
     @classmethod
     def of(cls, result: EngineResult, tokenize_ms: float) -> Effort:
         return cls(result.prompt_tokens, result.evaluated_tokens, result.cached_tokens, result.cache_source,
-                   tokenize_ms, result.restore_ms, result.forward_ms, result.prefix_tokens, result.context_tokens)
+                   tokenize_ms, result.restore_ms, result.forward_ms, result.prefix_tokens, result.context_tokens,
+                   result.output_rows)
 
     def plus(self, other: Effort) -> Effort:
         """The main prompt's facts, with the other prompt's work added (pmi's baseline)."""
         return replace(self, evaluated_tokens=self.evaluated_tokens + other.evaluated_tokens,
                        tokenize_ms=self.tokenize_ms + other.tokenize_ms, restore_ms=self.restore_ms + other.restore_ms,
-                       forward_ms=self.forward_ms + other.forward_ms)
+                       forward_ms=self.forward_ms + other.forward_ms, output_rows=self.output_rows + other.output_rows)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ def timing_document(decided: Decided) -> dict[str, object]:
         "prompt_tokens": decided.prompt_tokens,
         "cached_tokens": decided.cached_tokens,
         "evaluated_tokens": decided.evaluated_tokens,
+        "output_rows": 0 if from_results else effort.output_rows,
         "cache_source": decided.cache_source,
     }
     if decided.raw.baseline_cached is not None:

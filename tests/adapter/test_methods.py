@@ -31,10 +31,14 @@ def test_each_method_answers_with_its_own_prompt_and_fields(client, make_decisio
     assert answer["scoring"] == method and answer["calibration"] is None
     assert math.isclose(sum(answer["probabilities"]), 1.0, abs_tol=1e-9)
     assert np.allclose(answer["probabilities"], softmax(np.array(answer["option_logits"])), atol=1e-12)
-    version = answer["prompt"]["version"]
+    version, timing = answer["prompt"]["version"], answer["timing"]
     if method == "letters":
         assert version == "semif-options-v3" and 0 < answer["allowed_token_mass"] <= 1
+        assert timing["output_rows"] == 1  # the letters' row at the one ordering's last token
     else:
+        # a row per answer token (the first read at the question's end), twice when pmi computed its baseline
+        passes = 1 if method == "likelihood" or timing["baseline_cached"] else 2
+        assert passes * len(OPTIONS) <= timing["output_rows"] < timing["evaluated_tokens"]
         assert version == "semif-answers-v2" and answer["allowed_token_mass"] is None
         assert all(value < 0 for value in answer["option_logits"]) or method == "pmi"  # log-probabilities
     assert isinstance(answer["warnings"], list)

@@ -49,6 +49,36 @@ def test_a_lone_worker_gets_every_core_and_concurrent_ones_split_them():
         CoreShare(0)
 
 
+def test_a_call_waiting_on_a_last_call_gets_every_core_it_frees():
+    """A request's second question waits for its first question's call; when that was the first one's last call,
+    the second gets both cores, not a half share with the other core idle."""
+    share = CoreShare(2)
+    first_in_call, granted = threading.Event(), []
+
+    def second() -> None:
+        with share.working():
+            first_in_call.wait()
+            with share.threads() as cores:  # waits: the first call holds both cores
+                granted.append(cores)
+
+    with ThreadPoolExecutor(1) as pool:
+        with share.working():
+            with share.threads(last=True) as alone:
+                waiting = pool.submit(second)
+                first_in_call.set()
+                while share.snapshot()[1] < 2:
+                    time.sleep(0.001)
+                time.sleep(0.01)  # the second is now waiting for a core
+            waiting.result(timeout=5)
+        assert alone == 2 and granted == [2]
+    with share.working(), share.working():  # without `last`, the one still working keeps its share
+        with share.threads():
+            pass
+        with share.threads() as half:
+            assert half == 1
+    assert share.snapshot() == (2, 0)
+
+
 def test_two_workers_on_a_cpu_one_with_a_gpu_unless_set():
     two_threads, one_thread = load_settings({"SM_LLAMA_CPP_THREADS": "2"}), load_settings({"SM_LLAMA_CPP_THREADS": "1"})
     assert (two_threads.worker_count(cpu_only=True), two_threads.worker_count(cpu_only=False)) == (2, 1)

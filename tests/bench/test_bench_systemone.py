@@ -58,6 +58,11 @@ def test_layout_from_x_timing_then_semif_blocks_then_usage() -> None:
     direct = {"answers": {"a": {"semif": {"input_tokens": 120}}}, "semif": {"mode": "direct", "timing": {}}}
     assert reported_layout(direct) == Layout((Piece(0, 120),), "semif")
     assert reported_layout({"answers": {"a": {}}, "usage": {"input_tokens": 40}}) == Layout((Piece(0, 40),), "usage")
+    counted = {"answers": {"a": {"x_timing": {"prompt_tokens": 95, "cached_tokens": 34, "evaluated_tokens": 96,
+                                              "output_rows": 36}, "x_option_logits": {"x": 1.0, "y": 2.0}}}}
+    (piece,) = reported_layout(counted).pieces
+    assert piece == Piece(34, 61, (18, 17), 36) and piece.rows() == (18, 17)  # every answer token's row
+    assert Piece(0, 9, (5, 5, 5), 7).rows() == (3, 2, 2) and Piece(0, 9, (5, 5)).rows() == (1, 1)
     door = {"option_ids": ["a", "b"], "option_logits": [0.1, 0.2],  # our SemIf door: one decision
             "timing": {"prompt_tokens": 95, "cached_tokens": 34, "evaluated_tokens": 96}}
     assert reported_layout(door) == Layout((Piece(34, 61, (18, 17)),), "x_timing")

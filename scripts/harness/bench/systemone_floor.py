@@ -6,8 +6,10 @@ them it found in its caches, and how many it evaluated, the answers' own tokens 
 `x_option_logits` say how many answers were scored. A question is then one piece: after `cached` tokens already in
 the KV cache, `shared` new tokens that every answer sees (the rest of its prompt: the state for the first question,
 then the question itself), and one branch per answer holding the rest of its evaluated tokens, split evenly (pmi's
-and likelihood's layout: each answer's text scored after the shared prompt). `semif-serve` reports per answer the
-prompt it read (`semif.input_tokens`) and, in its shared mode, the state prefix it prefilled once
+and likelihood's layout: each answer's text scored after the shared prompt), with logits computed at as many
+positions as the server says it read (`output_rows`: every answer token's for pmi and likelihood, whose vocabulary-
+wide head is a fifth of a 135M model's work per token; one per branch where it does not say). `semif-serve` reports
+per answer the prompt it read (`semif.input_tokens`) and, in its shared mode, the state prefix it prefilled once
 (`semif.timing.prefix_tokens`): one piece, the prefix shared, one branch per question. A server that says neither
 gets one piece of `usage.input_tokens` in one sequence (what it read, an upper bound on what it computed).
 
@@ -45,10 +47,20 @@ class Piece:
     cached: int
     shared: int
     branches: tuple[int, ...] = ()
+    outputs: int | None = None  # logits rows the server computed; None: one at the end of each branch
 
     @property
     def evaluated(self) -> int:
         return self.shared + sum(self.branches)
+
+    def rows(self) -> tuple[int, ...]:
+        """Logits rows per branch, each at its last tokens: the server's count spread evenly (an answer method
+        reads every answer token's row: a vocabulary-wide head per token, which a floor of one row per branch
+        would leave out), or one per branch."""
+        if self.outputs is None:
+            return tuple(1 for _ in self.branches)
+        shares = list(_split(self.outputs, len(self.branches))) + [0] * len(self.branches)
+        return tuple(min(length, share) for length, share in zip(self.branches, shares, strict=False))
 
 
 @dataclass(frozen=True)
@@ -83,13 +95,13 @@ def _ours(answers: Mapping[str, Any]) -> Layout | None:
         timing = answer.get("x_timing") if isinstance(answer, Mapping) else None
         if not isinstance(timing, Mapping):
             return None
-        prompt, cached, evaluated = (_int(timing.get(key)) for key in ("prompt_tokens", "cached_tokens",
-                                                                         "evaluated_tokens"))
+        prompt, cached, evaluated, outputs = (_int(timing.get(key)) for key in (
+            "prompt_tokens", "cached_tokens", "evaluated_tokens", "output_rows"))
         if prompt is None or cached is None or evaluated is None:
             return None
         shared = min(max(prompt - cached, 0), evaluated)
         scored = len(answer.get("x_option_logits") or answer.get("probabilities") or {"true": 0, "false": 0})
-        pieces.append(Piece(cached, shared, _split(evaluated - shared, scored)))
+        pieces.append(Piece(cached, shared, _split(evaluated - shared, scored), outputs))
     return Layout(tuple(pieces), "x_timing") if pieces else None
 
 
@@ -154,6 +166,7 @@ class RawFloor:
         if piece.cached:
             self._decoder.decode_items([(next(ids), position, (0,), False) for position in range(piece.cached)])
         end, spent = piece.cached + piece.shared, 0.0
+        rows = iter(piece.rows())
         for index, group in enumerate(self._groups(piece)):
             sequences = tuple(range(1, len(group) + 1))
             for sequence in sequences:  # the tokens sequence 0 holds so far, the cached prefix or all before
@@ -161,7 +174,8 @@ class RawFloor:
             items = [(next(ids), position, (0, *sequences), not group and position == end - 1)
                      for position in range(piece.cached, end)] if index == 0 else []
             for sequence, length in zip(sequences, group, strict=True):
-                items += [(next(ids), end + offset, (sequence,), offset == length - 1) for offset in range(length)]
+                read = next(rows)
+                items += [(next(ids), end + offset, (sequence,), offset >= length - read) for offset in range(length)]
             spent += self._decoder.decode_items(items) if items else 0.0
             for sequence in sequences:
                 llama_cpp.llama_memory_seq_rm(memory, sequence, -1, -1)
