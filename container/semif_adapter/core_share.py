@@ -21,6 +21,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+class _Decisions(threading.local):
+    """Per worker thread: its decisions in progress, innermost last, and whether each still counts."""
+
+    def __init__(self) -> None:
+        self.counted: list[bool] = []
+
+
 class CoreShare:
     def __init__(self, cores: int) -> None:
         if cores < 1:
@@ -29,7 +36,7 @@ class CoreShare:
         self._free = cores
         self._working = 0  # workers with a decision in progress
         self._changed = threading.Condition()
-        self._local = threading.local()  # per worker: its decisions in progress and whether each still counts
+        self._local = _Decisions()
 
     @contextmanager
     def working(self) -> Iterator[None]:
@@ -37,7 +44,7 @@ class CoreShare:
         of a call it said was its last)."""
         with self._changed:
             self._working += 1
-        counted = self._counted()
+        counted = self._local.counted
         counted.append(True)
         try:
             yield
@@ -62,18 +69,11 @@ class CoreShare:
         finally:
             with self._changed:
                 self._free += granted
-                counted = self._counted()
+                counted = self._local.counted
                 if last and counted and counted[-1]:
                     counted[-1] = False
                     self._working -= 1
                 self._changed.notify_all()
-
-    def _counted(self) -> list[bool]:
-        """This thread's decisions in progress, innermost last: whether each still counts towards the split."""
-        if not hasattr(self._local, "stack"):
-            self._local.stack = []
-        stack: list[bool] = self._local.stack
-        return stack
 
     def snapshot(self) -> tuple[int, int]:
         """(free cores, workers with a decision in progress): what the tests check."""

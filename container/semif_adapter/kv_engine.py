@@ -130,7 +130,7 @@ class DecisionEngine:
                             prompt_tokens=planned.prefix + len(planned.common) + len(planned.branches[0]),
                             prefix_tokens=planned.prefix, context_tokens=needed,
                             evaluated_tokens=needed - cached, cached_tokens=cached,
-                            output_rows=(reads.common is not None) + sum(len(r) for r in reads.branches),
+                            output_rows=int(reads.common is not None) + sum(len(r) for r in reads.branches),
                             cache_source=source,
                             restore_ms=restore_ms, forward_ms=(time.perf_counter() - started) * 1000 - restore_ms)
 
@@ -300,10 +300,10 @@ class DecisionEngine:
         calls: list[list[_Piece]] = [[]]
         for piece in pieces:
             for offset in range(0, len(piece.tokens), limit):
-                last = offset + limit >= len(piece.tokens)
+                ends_piece = offset + limit >= len(piece.tokens)
                 part = _Piece(piece.seq, piece.start + offset, piece.tokens[offset:offset + limit],
                               {i - offset: ids for i, ids in piece.reads.items() if offset <= i < offset + limit},
-                              piece.tag, piece.release if last else None)
+                              piece.tag, piece.release if ends_piece else None)
                 if calls[-1] and sum(len(p.tokens) for p in calls[-1]) + len(part.tokens) > limit:
                     calls.append([])
                 calls[-1].append(part)

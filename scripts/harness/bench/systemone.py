@@ -36,6 +36,7 @@ from .systemone_chart import render_chart
 from .systemone_floor import RawFloor
 from .systemone_peer import PeerMissingError, installation, semif_serve
 from .systemone_phases import (
+    adapters,
     conformance_phase,
     options_phase,
     questions_phase,
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["questions"] = phases.run("questions per state, taking turns", questions_phase, systems, config,
                                           floor)
         results["options"] = phases.run("options per choice, taking turns", options_phase, systems, config, floor)
-        if any(system.name == "adapter" for system in systems):
+        if adapters(systems):
             results["semif"] = phases.run("fresh SemIf decisions", semif_phase, systems, config, floor)
         if not args.skip_throughput:
             results["throughput"] = phases.run("throughput, round by round", throughput_phase, systems,

@@ -30,6 +30,7 @@ from .systemone_workload import (
 )
 
 PATH = "/v1/systemone"
+SEMIF_PATH = "/invocations"  # the SemIf door: our adapter's alone
 # State indices per phase: far apart, so no phase (and no round) finds another's states in a cache.
 QUESTIONS_BASE, OPTIONS_BASE, THROUGHPUT_BASE, WARMUP_BASE, WARM_BASE = 400_000, 500_000, 600_000, 700_000, 800_000
 SEMIF_BASE = 900_000
@@ -38,6 +39,11 @@ SEMIF_BASE = 900_000
 def rotated(systems: Sequence[Running], turn: int) -> list[Running]:
     shift = turn % len(systems)
     return [*systems[shift:], *systems[:shift]]
+
+
+def adapters(systems: Sequence[Running]) -> list[Running]:
+    """The systems that are our adapter (they also speak the SemIf contract)."""
+    return [system for system in systems if system.name == "adapter"]
 
 
 def _answered(outcome: Outcome, body: dict[str, Any]) -> bool:
@@ -124,9 +130,8 @@ def warm_up(systems: Sequence[Running], config: Config) -> None:
                     post(client, system.url + PATH, encoded)
             for count in config.semif_option_counts:
                 encoded = json.dumps(semif_body(config.size, state + 500 + count, count)).encode()
-                for system in systems:
-                    if system.name == "adapter":
-                        post(client, system.url + "/invocations", encoded)
+                for system in adapters(systems):
+                    post(client, system.url + SEMIF_PATH, encoded)
 
 
 def questions_phase(systems: Sequence[Running], config: Config, floor: RawFloor | None) -> dict[str, Any]:
@@ -178,10 +183,9 @@ def options_phase(systems: Sequence[Running], config: Config, floor: RawFloor | 
 def semif_phase(systems: Sequence[Running], config: Config, floor: RawFloor | None) -> dict[str, Any]:
     """Fresh SemIf-contract decisions (`POST /invocations`, pmi) on the adapter, against the floor of their own
     evaluated tokens decoded in one call: the other front door onto the same core."""
-    adapter = [system for system in systems if system.name == "adapter"]
-    rows = _taking_turns(adapter, config.semif_option_counts,
+    rows = _taking_turns(adapters(systems), config.semif_option_counts,
                          lambda count, repeat: semif_body(config.size, SEMIF_BASE + 1000 * count + repeat, count),
-                         config.repeats, floor, path="/invocations")
+                         config.repeats, floor, path=SEMIF_PATH)
     return {"size": config.size, "rows": rows}
 
 
