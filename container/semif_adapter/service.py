@@ -18,8 +18,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from .errors import NotReadyError, PromptTooLongError, QueueFullError, RequestEr
 from .identity import ModelIdentity
 from .integrity import digest
 from .kv_engine import DecisionEngine, DecodeAbortedError, worker_engines
+from .lanes import plan_lanes, question_cost
 from .llama_runtime import LlamaRuntime
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
 from .prefix_cache import PrefixCache, default_budget
@@ -168,8 +171,9 @@ class DecisionService:
             LOG.warning("prompt pieces do not add up to the whole prompt's tokens for this model's tokenizer; "
                         "scores stay deterministic, prompts read a few more tokens",
                         extra={"fields": {"problems": inexact[:4]}})
-        warm = [self._decide(replace(WARMUP_QUESTION, method=Scoring(name)), time.perf_counter())
-                for name in self._methods]  # /ping must not say 200 before every method works
+        with self._engine() as work:  # /ping must not say 200 before every method works
+            warm = [self._decide(replace(WARMUP_QUESTION, method=Scoring(name)), time.perf_counter(), work)
+                    for name in self._methods]
         LOG.info("ready", extra={"fields": {
             "model": self._identity.document, "model_name": self._identity.name,
             "model_hash_ms": round(model.hash_ms, 1),
@@ -230,11 +234,13 @@ class DecisionService:
             self._admit(len(questions))
             jobs: dict[int, Future[Decided]] = {}
             assert self._executor is not None  # ready
-            for index in reuse_order(questions):
-                job = self._executor.submit(self._decide, questions[index], admitted_at)
-                self._pending.add(job)
-                job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
-                jobs[index] = job
+            costs = [question_cost(question) for question in questions]
+            for lane in plan_lanes(costs, reuse_order(questions), self.workers):
+                for index in lane:
+                    job = jobs[index] = Future()
+                    self._pending.add(job)
+                    job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
+                self._executor.submit(self._run_lane, deque((questions[i], jobs[i]) for i in lane), admitted_at)
         waiting = [asyncio.wrap_future(jobs[i]) for i in range(len(questions))]
         self._waiting.update(waiting)
         try:
@@ -290,22 +296,46 @@ class DecisionService:
         if pending and self._runtime is not None:
             self._runtime.request_abort()  # every worker's context
 
-    # -- one decision (worker thread) ------------------------------------------------------------------------
-    def _score(self, question: Question) -> MethodScores:
-        """On whichever worker's engine is free: there is one per executor thread, so one always is."""
+    # -- decisions (worker threads) -------------------------------------------------------------------------
+    def _run_lane(self, lane: deque[tuple[Question, Future[Decided]]], admitted_at: float) -> None:
+        """A lane's questions one after another on one worker's engine (`lanes`), each answered on its own future;
+        a question whose future was cancelled (its client left, or the drain deadline) is skipped.
+
+        A failed answer's traceback holds this frame and `_answer`'s, and the future holds the traceback (asyncio
+        keeps it apart from the error): neither frame may still hold the future or the question once it is
+        answered, or a refused input (a 6 MB state and its tokens) would stay alive until the cyclic GC ran."""
+        with self._engine() as work:
+            while lane:
+                question, job = lane.popleft()
+                if job.set_running_or_notify_cancel():
+                    self._answer(job, question, admitted_at, work)
+                del question, job
+
+    def _answer(self, job: Future[Decided], question: Question, admitted_at: float, work: Work) -> None:
+        try:
+            decided = self._decide(question, admitted_at, work)
+        except BaseException as error:  # the request's answer for this question, whatever it is
+            job.set_exception(error)
+            del job, question  # see `_run_lane`
+        else:
+            job.set_result(decided)
+
+    @contextmanager
+    def _engine(self) -> Iterator[Work]:
+        """Whichever worker's engine is free: there is one per executor thread, so one always is."""
         work = self._idle.get()
         try:
-            return self._methods[question.method.value].score(question, work)
+            yield work
         finally:
             self._idle.put(work)
 
-    def _decide(self, question: Question, admitted_at: float) -> Decided:
+    def _decide(self, question: Question, admitted_at: float, work: Work) -> Decided:
         started = time.perf_counter()
         key = result_key(question)
         raw: MethodScores | None = self._results.get(key)
         source = "result" if raw is not None else None
         if raw is None:
-            raw = self._score(question)
+            raw = self._methods[question.method.value].score(question, work)
             self._results.put(key, raw)
         scores = score(raw, question, self.settings.calibration)
         finished = time.perf_counter()
