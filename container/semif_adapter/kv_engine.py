@@ -98,6 +98,8 @@ class DecisionEngine:
         self.cache = cache
         self.cores = cores
         self._live: tuple[tuple[str, Sequence[int]], ...] = ()  # (text, tokens) of the chunks sequence 0 holds
+        self._unsaved: tuple[tuple[str, ...], int, Sequence[int]] | None = None  # (key, tokens, state): see settle
+        self._claim = contextlib.ExitStack()  # other workers wait on the unsaved prefix until it is saved
         self.reuse = ReuseRule(runtime.n_ubatch, enabled=False)
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
         self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, MAX_BRANCHES)
@@ -112,6 +114,7 @@ class DecisionEngine:
         if needed > self.runtime.n_ctx:
             raise PromptTooLongError(needed, self.runtime.n_ctx, f"{planned.prefix} prefix + {len(planned.common)} "
                                      f"common + {sum(lengths)} option tokens")
+        self.settle()  # the previous evaluation's prefix, before this one may replace it
         started = time.perf_counter()
         try:
             with contextlib.ExitStack() as claim:
@@ -119,7 +122,9 @@ class DecisionEngine:
                     claim.enter_context(self.cache.evaluating(planned.key))  # waits outside the core share
                 with self._working():
                     cached, source, restore_ms = self._hold_prefix(planned)
-                    claim.close()  # the prefix is saved (or will not be): other workers may go on
+                    self._claim = claim.pop_all()  # released by settle(), once the prefix is saved
+                    if self._unsaved is None:
+                        self._claim.close()  # nothing to save: other workers may go on
                     common, rows = self._evaluate_suffix(planned, reads, lengths)
         except BaseException:
             self._forget()
@@ -133,6 +138,20 @@ class DecisionEngine:
                             output_rows=int(reads.common is not None) + sum(len(r) for r in reads.branches),
                             cache_source=source,
                             restore_ms=restore_ms, forward_ms=(time.perf_counter() - started) * 1000 - restore_ms)
+
+    def settle(self) -> None:
+        """Save the prefix the last evaluation decoded to the host cache, then let workers waiting for it go on.
+
+        Sequence 0 holds exactly that prefix between evaluations, so the copy (a fresh allocation of a few MB and
+        its page faults: 4-28 ms for a 370-token state here) can wait until the answer is handed back; the next
+        evaluation settles first. Callers that do not hand anything back in between settle at once (`Work`)."""
+        unsaved, self._unsaved = self._unsaved, None
+        try:
+            if unsaved is not None:
+                key, tokens, state = unsaved
+                self._save(key, tokens, state=state)
+        finally:
+            self._claim.close()
 
     def enable_partial_reuse(self, probe_tokens: Sequence[int]) -> list[str]:
         """Start-up: turn partial reuse on if this model's kernels reproduce split decodes bit for bit.
@@ -228,7 +247,7 @@ class DecisionEngine:
         for start, end in itertools.pairwise((*cuts, len(state_tokens))):
             self._decode([_Piece(0, len(head_tokens) + start, state_tokens[start:end], {}, -1)])
         self._live = (self._live[0], (state_text, state_tokens))
-        self._save(planned.key, planned.prefix, state=state_tokens)
+        self._unsaved = (planned.key, planned.prefix, state_tokens)
 
     def _trim(self, chunks: int, extra: int = 0) -> None:
         """Keep the first `chunks` chunks and `extra` tokens of the next one."""
@@ -241,7 +260,8 @@ class DecisionEngine:
 
     def _forget(self) -> None:
         llama_cpp.llama_memory_clear(self.context.memory, False)
-        self._live = ()
+        self._live, self._unsaved = (), None
+        self._claim.close()
 
     def _save(self, key: tuple[str, ...], tokens: int, *, pinned: bool = False, state: Sequence[int] = ()) -> None:
         context = self.context.context

@@ -33,16 +33,22 @@ BASELINE_CACHE_ENTRIES = 4096
 
 @dataclass(frozen=True)
 class Work:
-    """Tokenizer + engine, the one path every method evaluates its prompts through."""
+    """Tokenizer + engine, the one path every method evaluates its prompts through. With `settle_later`, a newly
+    decoded prefix is saved to the host cache when the caller settles the engine (the service: once the answer is
+    handed back), not before the result returns."""
 
     tokenizer: PromptTokenizer
     engine: DecisionEngine
+    settle_later: bool = False
 
     def run(self, plan: PromptPlan, reads_for: ReadsBuilder) -> tuple[PlanTokens, EngineResult, float]:
         started = time.perf_counter()
         planned = self.tokenizer.tokens(plan)
         tokenize_ms = (time.perf_counter() - started) * 1000
-        return planned, self.engine.evaluate(planned, reads_for(planned)), tokenize_ms
+        result = self.engine.evaluate(planned, reads_for(planned))
+        if not self.settle_later:
+            self.engine.settle()
+        return planned, result, tokenize_ms
 
 
 class ReadsBuilder(Protocol):

@@ -163,7 +163,7 @@ class DecisionService:
                                         else default_budget(model.bytes, runtime.context_bytes * self.workers))
         self._engines = worker_engines(runtime, self.prefix_cache, self.workers, self.settings.threads_batch)
         for engine in self._engines:
-            self._idle.put(Work(tokenizer, engine))
+            self._idle.put(Work(tokenizer, engine, settle_later=True))
         self._identity = ModelIdentity.of(model, runtime.facts, self.settings.model_name)
         probes = [replace(WARMUP_QUESTION, state=state) for state in EXACTNESS_PROBES]
         inexact = check_exact(tokenizer, [p for r in probes for p in (letters.plan(r), likelihood.plan(r))])
@@ -312,6 +312,8 @@ class DecisionService:
                 del question, job
 
     def _answer(self, job: Future[Decided], question: Question, admitted_at: float, work: Work) -> None:
+        """The question's answer on its future, then the engine's save of a new state (`DecisionEngine.settle`),
+        which no answer needs to wait for."""
         try:
             decided = self._decide(question, admitted_at, work)
         except BaseException as error:  # the request's answer for this question, whatever it is
@@ -319,15 +321,21 @@ class DecisionService:
             del job, question  # see `_run_lane`
         else:
             job.set_result(decided)
+        finally:
+            work.engine.settle()
 
     @contextmanager
     def _engine(self) -> Iterator[Work]:
-        """Whichever worker's engine is free: there is one per executor thread, so one always is."""
+        """Whichever worker's engine is free: there is one per executor thread, so one always is. It goes back
+        settled: no idle engine keeps other workers waiting for a prefix it has not saved yet."""
         work = self._idle.get()
         try:
             yield work
         finally:
-            self._idle.put(work)
+            try:
+                work.engine.settle()
+            finally:
+                self._idle.put(work)
 
     def _decide(self, question: Question, admitted_at: float, work: Work) -> Decided:
         started = time.perf_counter()

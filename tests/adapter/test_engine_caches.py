@@ -10,7 +10,6 @@ import ctypes
 import random
 from dataclasses import replace
 
-import llama_cpp
 import pytest
 from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, score_alone, tail
 
@@ -59,7 +58,7 @@ def test_a_decode_failing_half_way_leaves_nothing_behind(runtime):
     with pytest.raises(RuntimeError, match="llama_decode failed"):  # after the prefix and the common part ran
         engine.engine.evaluate(broken, answer_reads(broken))
     assert engine.score("likelihood", STATES[0], QUESTIONS[0])[0] == before
-    llama_cpp.llama_memory_clear(runtime.memory, False)
+    assert not engine.cache.holds(planned.key)  # a failed evaluation saves nothing it decoded
     assert engine.score("likelihood", STATES[1], QUESTIONS[1])[0] == Engine(runtime, 0).score(
         "likelihood", STATES[1], QUESTIONS[1])[0]
     engine.close()
