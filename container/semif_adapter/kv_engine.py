@@ -1,7 +1,8 @@
 """Plan tokens -> KV cache -> the logits a scoring method asked for. Method-agnostic.
 
 Sequence 0 of the KV cache holds a prefix (head, state) in cells [0, n): either still there from the previous
-request, restored from the host-memory `PrefixCache`, or evaluated now (and then saved there); a new state that
+request, restored from the host-memory `PrefixCache`, or evaluated now (and saved there by `settle`, which the
+service calls once the answer is handed back); a new state that
 opens like the held one, or like a saved one, keeps that opening where `partial_reuse` shows it to be exact. The rest is
 evaluated fresh on every request, always at the same boundaries: the common part (the criterion...) and the
 branches, one sequence id each, decoded together in as few calls as the batch allows, in the plan's fixed order:

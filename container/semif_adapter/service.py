@@ -322,7 +322,7 @@ class DecisionService:
         else:
             job.set_result(decided)
         finally:
-            work.engine.settle()
+            _settle(work)
 
     @contextmanager
     def _engine(self) -> Iterator[Work]:
@@ -332,10 +332,8 @@ class DecisionService:
         try:
             yield work
         finally:
-            try:
-                work.engine.settle()
-            finally:
-                self._idle.put(work)
+            _settle(work)
+            self._idle.put(work)
 
     def _decide(self, question: Question, admitted_at: float, work: Work) -> Decided:
         started = time.perf_counter()
@@ -368,6 +366,14 @@ class DecisionService:
             engine.close()
         if self._runtime is not None:
             self._runtime.close()
+
+
+def _settle(work: Work) -> None:
+    """The engine's deferred save; a failure costs that state's host-cache entry, never a lane or an engine."""
+    try:
+        work.engine.settle()
+    except Exception:
+        LOG.exception("saving a prefix to the host cache failed")
 
 
 def reuse_order(questions: Sequence[Question]) -> list[int]:
