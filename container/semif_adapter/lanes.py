@@ -7,6 +7,10 @@ floor of the extra question's tokens). A lane runs its questions one after anoth
 keeps the state between them; a request gets a second lane only where splitting its questions is estimated to
 finish sooner than one lane on every core. Only the speed depends on the lanes: no number depends on the worker,
 its thread count or what ran before (tests/adapter/test_decisions.py, test_workers.py).
+
+A request about several states (a batch's lines) gets one lane per state instead: the workers take them as they
+come free, so lines of very different sizes still share the workers evenly, and each state is evaluated once, in
+its lane.
 """
 
 from __future__ import annotations
@@ -42,3 +46,30 @@ def plan_lanes(costs: Sequence[int], order: Sequence[int], workers: int) -> list
             best, best_time = lanes, finish
     rank = {index: position for position, index in enumerate(order)}
     return [sorted(lane, key=rank.__getitem__) for lane in best]
+
+
+def reuse_groups(questions: Sequence[Question]) -> list[list[int]]:
+    """Indexes grouped by method (each has its own head), then state, each group where it first appears, and in a
+    group by criterion: consecutive questions then share the longest prefix. Only the speed depends on this."""
+    ranks: dict[tuple[str, ...], int] = {}
+    keys = []
+    for index, question in enumerate(questions):
+        method, state = question.method.value, canonical_state(question.state)
+        groups = ((method,), (method, state), (method, state, canonical_state(question.criterion)))
+        keys.append((*(ranks.setdefault(group, len(ranks)) for group in groups), index))
+    found: dict[tuple[int, ...], list[int]] = {}
+    for key in sorted(keys):
+        found.setdefault(key[:2], []).append(key[-1])
+    return list(found.values())
+
+
+def reuse_order(questions: Sequence[Question]) -> list[int]:
+    return [index for group in reuse_groups(questions) for index in group]
+
+
+def request_lanes(questions: Sequence[Question], workers: int) -> list[list[int]]:
+    """The lanes of one request: one per (method, state) group when there are several, else `plan_lanes`."""
+    groups = reuse_groups(questions)
+    if len(groups) != 1:
+        return groups
+    return plan_lanes([question_cost(question) for question in questions], groups[0], workers)

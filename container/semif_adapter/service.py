@@ -29,12 +29,12 @@ from .errors import NotReadyError, PromptTooLongError, QueueFullError, RequestEr
 from .identity import ModelIdentity
 from .integrity import digest
 from .kv_engine import DecisionEngine, DecodeAbortedError, worker_engines
-from .lanes import plan_lanes, question_cost
+from .lanes import request_lanes
 from .llama_runtime import LlamaRuntime
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
 from .prefix_cache import PrefixCache, default_budget
 from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
-from .question import Answer, Question, Scoring, canonical_state
+from .question import Answer, Question, Scoring
 from .result_cache import ResultCache, result_key
 from .scoring import Scores, score
 from .settings import Settings
@@ -234,8 +234,7 @@ class DecisionService:
             self._admit(len(questions))
             jobs: dict[int, Future[Decided]] = {}
             assert self._executor is not None  # ready
-            costs = [question_cost(question) for question in questions]
-            for lane in plan_lanes(costs, reuse_order(questions), self.workers):
+            for lane in request_lanes(questions, self.workers):
                 for index in lane:
                     job = jobs[index] = Future()
                     self._pending.add(job)
@@ -374,15 +373,3 @@ def _settle(work: Work) -> None:
         work.engine.settle()
     except Exception:
         LOG.exception("saving a prefix to the host cache failed")
-
-
-def reuse_order(questions: Sequence[Question]) -> list[int]:
-    """Indexes grouped by method (each has its own head), then state, then criterion, each group where it first
-    appears: consecutive questions then share the longest prefix. Only the speed depends on this order."""
-    ranks: dict[tuple[str, ...], int] = {}
-    keys = []
-    for index, question in enumerate(questions):
-        method, state = question.method.value, canonical_state(question.state)
-        groups = ((method,), (method, state), (method, state, canonical_state(question.criterion)))
-        keys.append((*(ranks.setdefault(group, len(ranks)) for group in groups), index))
-    return [key[-1] for key in sorted(keys)]

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.systemone import TICKET, body
 
-from semif_adapter.lanes import PARALLEL_GAIN, plan_lanes, question_cost
+from semif_adapter.lanes import PARALLEL_GAIN, plan_lanes, question_cost, request_lanes, reuse_order
 from semif_adapter.question import Answer, Question, Scoring
 
 
@@ -74,3 +74,15 @@ def test_a_cheap_question_after_an_expensive_one_reads_the_state_its_worker_hold
     assert timings["team"]["cached_tokens"] < timings["refund"]["cached_tokens"]  # the choice read the state
     assert timings["refund"]["cache_source"] == "kv"  # a second lane would restore it from the host cache
     assert timings["refund"]["queue_ms"] >= timings["team"]["total_ms"]  # one after the other
+
+
+def test_a_request_about_several_states_gets_one_lane_per_state_each_in_the_reuse_order():
+    def asked(state: str, criterion: str, method: Scoring = Scoring.PMI) -> Question:
+        return Question(state, criterion, (Answer("a", "Yes"), Answer("b", "No")), method)
+
+    questions = [asked("s1", "q2"), asked("s2", "q1"), asked("s1", "q1"), asked("s2", "q1", Scoring.LETTERS),
+                 asked("s2", "q2")]
+    assert request_lanes(questions, workers=2) == [[0, 2], [1, 4], [3]]
+    assert reuse_order(questions) == [0, 2, 1, 4, 3]
+    same_state = [asked("s", "a much longer criterion than the other one"), asked("s", "q")]
+    assert request_lanes(same_state, workers=2) == [[0, 1]]  # one state: plan_lanes
