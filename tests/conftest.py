@@ -27,6 +27,7 @@ import boto3
 import pytest
 import uvicorn
 from botocore.config import Config
+from support import background
 
 from scripts.local.processes import LOOPBACK, descendants, free_port, http_status, survivors, wait_until
 from semif_adapter.embedded_model import embedded_model_path
@@ -95,6 +96,18 @@ def _start(tmp: Path, extra: tuple[str, ...], env: dict[str, str] | None) -> Run
             [sys.executable, "-m", "scripts.local", "--port", str(port), "--log-dir", str(log_dir), *extra],
             cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     return RunningGateway(f"http://{LOOPBACK}:{port}", port, process, log_dir, output)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _background_work(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Begins the work of each selected test module that has `begin_in_background` (tests/support/background.py)."""
+    modules = {item.module.__name__: item.module for item in request.session.items if isinstance(item, pytest.Function)}
+    for name in sorted(modules):
+        begin = getattr(modules[name], "begin_in_background", None)
+        if begin is not None:
+            begin(tmp_path_factory)
+    yield
+    background.shutdown()
 
 
 @pytest.fixture(scope="session")

@@ -12,16 +12,19 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from support import background
 
 from stacks.cdk_app import REPO_ROOT
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
 ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api")  # each hosting mode, and the System One API
 SYNTH_TIMEOUT_S = 300
+BACKGROUND_TIMEOUT_S = 3600  # at nice 19 a synth gets only idle CPU until its test waits for it
 
 
 def cli_environment() -> dict[str, str]:
@@ -32,31 +35,49 @@ def cli_environment() -> dict[str, str]:
     return env
 
 
-def cdk_synth(env_name: str, outdir: Path) -> subprocess.CompletedProcess[str]:
+def cdk_synth(env_name: str, outdir: Path, priority: Callable[[], tuple[str, ...]] = tuple,
+              timeout_s: float = SYNTH_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(CDK), "synth", "--no-notices", "--quiet", "-c", f"env={env_name}", "-o", str(outdir)],
-        cwd=REPO_ROOT, env=cli_environment(), capture_output=True, text=True, timeout=SYNTH_TIMEOUT_S,
-        check=False)
+        [*priority(), str(CDK), "synth", "--no-notices", "--quiet", "-c", f"env={env_name}", "-o", str(outdir)],
+        cwd=REPO_ROOT, env=cli_environment(), capture_output=True, text=True, timeout=timeout_s, check=False)
+
+
+def synth_every_environment(tmp_path_factory: pytest.TempPathFactory, priority: Callable[[], tuple[str, ...]] = tuple,
+                            timeout_s: float = SYNTH_TIMEOUT_S) -> dict[str, Path]:
+    """Each environment's template, each synthesized into its own output directory."""
+    outdirs = {env_name: tmp_path_factory.mktemp(f"cli-{env_name}") for env_name in ENVIRONMENTS}
+
+    def synth(env_name: str) -> Path:
+        started = time.monotonic()
+        result = cdk_synth(env_name, outdirs[env_name], priority, timeout_s)
+        assert result.returncode == 0, f"cdk synth -c env={env_name} failed:\n{result.stderr[-4000:]}"
+        print(f"cdk synth -c env={env_name}: {time.monotonic() - started:.1f} s -> {outdirs[env_name]}",
+              file=sys.stderr)
+        return outdirs[env_name] / f"semif-{env_name}.template.json"
+
+    # Two at a time: a synth is one Python and one Node process taking turns, so two overlap on 2 cores (measured:
+    # 28 s for the four instead of 40 one at a time).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(ENVIRONMENTS, pool.map(synth, ENVIRONMENTS), strict=True))
+
+
+def begin_in_background(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The synths begin with the session, at the lowest priority (tests/support/background.py): they are the same
+    CLI runs, only earlier, on the core the model tests leave idle."""
+    if CDK.exists():
+        background.begin("cdk-cli-templates", lambda: synth_every_environment(
+            tmp_path_factory, background.priority, BACKGROUND_TIMEOUT_S))
 
 
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     if not CDK.exists():
         pytest.fail(f"{CDK} is missing: run `make bootstrap` (npm ci installs the pinned CDK CLI)")
-    outdirs = {env_name: tmp_path_factory.mktemp(f"cli-{env_name}") for env_name in ENVIRONMENTS}
-
-    def synth(env_name: str) -> Path:
-        started = time.monotonic()
-        result = cdk_synth(env_name, outdirs[env_name])
-        assert result.returncode == 0, f"cdk synth -c env={env_name} failed:\n{result.stderr[-4000:]}"
-        print(f"cdk synth -c env={env_name}: {time.monotonic() - started:.1f} s -> {outdirs[env_name]}",
-              file=sys.stderr)
-        return outdirs[env_name] / f"semif-{env_name}.template.json"
-
-    # Two at a time, each into its own output directory: a synth is one Python and one Node process taking
-    # turns, so two overlap on 2 cores (measured: 28 s for the four instead of 40 one at a time).
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(ENVIRONMENTS, pool.map(synth, ENVIRONMENTS), strict=True))
+    # Waiting, this process leaves the machine to the synths: they end within one foreground run's time.
+    templates: dict[str, Path] = background.take("cdk-cli-templates",
+                                                 lambda: synth_every_environment(tmp_path_factory),
+                                                 timeout_s=SYNTH_TIMEOUT_S)
+    return templates
 
 
 EXPECTED_ENDPOINTS = {

@@ -1,0 +1,66 @@
+"""Subprocess work a later test needs, begun when the session's first test starts and run at the lowest CPU priority.
+
+The suite keeps its 2 cores about two-thirds busy: the model tests leave one idle while they wait on a server, a
+socket or a signal. Work begun here (`nice -n 19`) takes only those idle moments and yields at once to everything
+else, so the tests running meanwhile are not slowed, and when its own test comes (often minutes later) the result is
+there. When it is not yet there, the test waits for it, and its processes get back the normal priority.
+
+Only for work that touches nothing but its own output directory: no model, no server, no timing, no file in the
+checkout. A test module opts in with `begin_in_background(tmp_path_factory)`, called (by tests/conftest.py) only
+when one of its tests is selected; its fixture then takes the result with `take(name, run_here, timeout_s)`, which
+runs the work in the foreground instead when nothing was begun.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from scripts.local.processes import descendants
+
+LOWEST = 19
+
+_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="background")
+_begun: dict[str, Future[Any]] = {}
+_waited_for = threading.Event()
+
+
+def priority() -> tuple[str, ...]:
+    """The prefix of a background command line (its children inherit the priority): none once a test waits."""
+    return () if _waited_for.is_set() else ("nice", "-n", str(LOWEST))
+
+
+def begin(name: str, work: Callable[[], Any]) -> None:
+    _begun[name] = _pool.submit(work)
+
+
+def take(name: str, run_here: Callable[[], Any], timeout_s: float) -> Any:
+    """The result of the work begun as `name` (waiting at most `timeout_s`), else `run_here()`'s."""
+    begun = _begun.pop(name, None)
+    if begun is None:
+        return run_here()
+    if not begun.done():
+        _hurry()
+    return begun.result(timeout=timeout_s)
+
+
+def _hurry() -> None:
+    """A test waits for background work: its processes get back the normal priority, so that other load on the
+    machine (not ours) does not starve them. Without the right to raise a priority they stay as they are."""
+    _waited_for.set()
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            if os.getpriority(os.PRIO_PROCESS, pid) == LOWEST:
+                os.setpriority(os.PRIO_PROCESS, pid, 0)
+
+
+def shutdown() -> None:
+    """At the session's end: work no test took and that has not begun is dropped (work running ends at its own
+    timeout)."""
+    for begun in _begun.values():
+        begun.cancel()
+    _pool.shutdown(wait=False, cancel_futures=True)
