@@ -24,7 +24,7 @@ from stacks.cdk_app import REPO_ROOT
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
 ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api")  # each hosting mode, and the System One API
 SYNTH_TIMEOUT_S = 300
-BACKGROUND_TIMEOUT_S = 3600  # at nice 19 a synth gets only idle CPU until its test waits for it
+BACKGROUND_TIMEOUT_S = 3600  # at the idle priority a synth gets only idle CPU until its test waits for it
 
 
 def cli_environment() -> dict[str, str]:

@@ -1,9 +1,11 @@
-"""Subprocess work a later test needs, begun when the session's first test starts and run at the lowest CPU priority.
+"""Subprocess work a later test needs, begun when the session's first test starts and run at the lowest CPU priority
+(Linux's SCHED_IDLE: it runs only when a core has nothing else to run).
 
 The suite keeps its 2 cores about two-thirds busy: the model tests leave one idle while they wait on a server, a
-socket or a signal. Work begun here (`nice -n 19`) takes only those idle moments and yields at once to everything
-else, so the tests running meanwhile are not slowed, and when its own test comes (often minutes later) the result is
-there. When it is not yet there, the test waits for it, and its processes get back the normal priority.
+socket or a signal. Work begun here takes only those idle moments and yields at once to everything else (a model
+test of 11 s took 11-13 s beside two idle-priority busy loops, 11-12 s without, on a machine with other load), and
+when its own test comes, often minutes later, the result is there. When it is not, the test waits for it and its
+processes get back the normal priority.
 
 Only for work that touches nothing but its own output directory: no model, no server, no timing, no file in the
 checkout. A test module opts in with `begin_in_background(tmp_path_factory)`, called (by tests/conftest.py) only
@@ -22,8 +24,6 @@ from typing import Any
 
 from scripts.local.processes import descendants
 
-LOWEST = 19
-
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="background")
 _begun: dict[str, Future[Any]] = {}
 _waited_for = threading.Event()
@@ -31,7 +31,7 @@ _waited_for = threading.Event()
 
 def priority() -> tuple[str, ...]:
     """The prefix of a background command line (its children inherit the priority): none once a test waits."""
-    return () if _waited_for.is_set() else ("nice", "-n", str(LOWEST))
+    return () if _waited_for.is_set() else ("chrt", "--idle", "0")
 
 
 def begin(name: str, work: Callable[[], Any]) -> None:
@@ -54,8 +54,8 @@ def _hurry() -> None:
     _waited_for.set()
     for pid in descendants(os.getpid()):
         with contextlib.suppress(OSError):
-            if os.getpriority(os.PRIO_PROCESS, pid) == LOWEST:
-                os.setpriority(os.PRIO_PROCESS, pid, 0)
+            if os.sched_getscheduler(pid) == os.SCHED_IDLE:
+                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
 
 
 def shutdown() -> None:
