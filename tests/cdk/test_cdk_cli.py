@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -61,23 +62,40 @@ def synth_every_environment(tmp_path_factory: pytest.TempPathFactory, priority: 
         return dict(zip(ENVIRONMENTS, pool.map(synth, ENVIRONMENTS), strict=True))
 
 
+@dataclass(frozen=True)
+class CliRuns:
+    templates: dict[str, Path]
+    lint: subprocess.CompletedProcess[str]  # cfn-lint on every template
+
+
+def synth_and_lint(tmp_path_factory: pytest.TempPathFactory, priority: Callable[[], tuple[str, ...]] = tuple,
+                   timeout_s: float = SYNTH_TIMEOUT_S) -> CliRuns:
+    templates = synth_every_environment(tmp_path_factory, priority, timeout_s)
+    lint = subprocess.run([*priority(), str(Path(sys.executable).parent / "cfn-lint"), *map(str, templates.values())],
+                          capture_output=True, text=True, timeout=timeout_s, check=False)
+    return CliRuns(templates, lint)
+
+
 def begin_in_background(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The synths begin with the session, at the lowest priority (tests/support/background.py): they are the same
-    CLI runs, only earlier, on the core the model tests leave idle."""
+    """The synths and cfn-lint begin with the session, at the lowest priority (tests/support/background.py): the
+    same CLI runs, only earlier, on the core the model tests leave idle."""
     if CDK.exists():
-        background.begin("cdk-cli-templates", lambda: synth_every_environment(
-            tmp_path_factory, background.priority, BACKGROUND_TIMEOUT_S))
+        background.begin("cdk-cli", lambda: synth_and_lint(tmp_path_factory, background.priority,
+                                                           BACKGROUND_TIMEOUT_S))
 
 
 @pytest.fixture(scope="module")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def cli(tmp_path_factory: pytest.TempPathFactory) -> CliRuns:
     if not CDK.exists():
         pytest.fail(f"{CDK} is missing: run `make bootstrap` (npm ci installs the pinned CDK CLI)")
     # Waiting, this process leaves the machine to the synths: they end within one foreground run's time.
-    templates: dict[str, Path] = background.take("cdk-cli-templates",
-                                                 lambda: synth_every_environment(tmp_path_factory),
-                                                 timeout_s=SYNTH_TIMEOUT_S)
-    return templates
+    runs: CliRuns = background.take("cdk-cli", lambda: synth_and_lint(tmp_path_factory), timeout_s=SYNTH_TIMEOUT_S)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def templates(cli: CliRuns) -> dict[str, Path]:
+    return cli.templates
 
 
 EXPECTED_ENDPOINTS = {
@@ -100,9 +118,8 @@ def test_cli_synthesizes_every_environment_offline(templates: dict[str, Path]) -
         assert [v for plugin in report["pluginReports"] for v in plugin["violations"]] == []
 
 
-def test_cfn_lint_is_clean_on_every_template(templates: dict[str, Path]) -> None:
-    result = subprocess.run([str(Path(sys.executable).parent / "cfn-lint"), *map(str, templates.values())],
-                            capture_output=True, text=True, timeout=300, check=False)
+def test_cfn_lint_is_clean_on_every_template(cli: CliRuns) -> None:
+    result = cli.lint
     assert result.returncode == 0, f"cfn-lint findings:\n{result.stdout}{result.stderr}"
     assert result.stdout.strip() == ""
 
