@@ -10,13 +10,16 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cdk_support import Synth, acknowledgements
+from cdk_fixtures import synthesized
+from cdk_support import acknowledgements
+from support import background
 
 from stacks.cdk_app import REPO_ROOT
 
@@ -29,6 +32,7 @@ FRAMEWORKS = ("cloudformation", "secrets")
 OFFLINE = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"}
 SCANNED = ("dev", "prod", "shared", "serverless", "variant", "api")
 TIMEOUT_S = 300
+BACKGROUND_TIMEOUT_S = 3600  # at the idle priority a scan gets only idle CPU until its test waits for it
 PLANTED_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id
 # Lines the `secrets` framework reports that hold no secret, each with its reason (docs/security.md): its keyword
 # detector reads a key naming an API key as a secret's name.
@@ -88,36 +92,57 @@ def checkov_environment(workdir: Path, guard_log: Path) -> dict[str, str]:
             "PYTHONPATH": str(GUARD), "OFFLINE_GUARD_LOG": str(guard_log), **OFFLINE}
 
 
-@pytest.fixture(scope="module")
-def scan(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Scan:
-    if not CHECKOV.exists():
-        pytest.fail(f"{CHECKOV} is missing: run `make bootstrap` (it installs requirements-security.txt)")
+def scanned_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """The templates checkov reads, each beside a copy without its skips, then dev with a planted key."""
     workdir = tmp_path_factory.mktemp("checkov")
     files = []
     for name in SCANNED:
-        synth: Synth = request.getfixturevalue(name)
+        synth = synthesized(name, tmp_path_factory)  # the session's own (tests/cdk/cdk_fixtures.py)
         template = Path(synth.app.outdir) / synth.stack.template_file  # the file `cdk synth` writes
         files.append(shutil.copyfile(template, workdir / f"{name}.template.json"))
         files.append(workdir / f"{name}-bare.template.json")
         files[-1].write_text(json.dumps(without_skips(json.loads(template.read_text())), indent=1))
     files.append(workdir / "planted.template.json")
-    files[-1].write_text(json.dumps(with_planted_key(request.getfixturevalue("dev").json), indent=1))
+    files[-1].write_text(json.dumps(with_planted_key(synthesized("dev", tmp_path_factory).json), indent=1))
+    return workdir, files
+
+
+def scan_files(workdir: Path, files: list[Path], priority: Callable[[], tuple[str, ...]] = tuple,
+               timeout_s: float = TIMEOUT_S) -> Scan:
     # Two checkov processes side by side, one on the templates and the planted one, one on the bare copies: a checkov
     # is one Python on one core.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        scans = list(pool.map(run_checkov, (workdir / "with-skips", workdir / "bare"), (files[0::2], files[1::2])))
+        scans = list(pool.map(lambda where, some: run_checkov(where, some, priority, timeout_s),
+                              (workdir / "with-skips", workdir / "bare"), (files[0::2], files[1::2])))
     return Scan(reports=[report for scan in scans for report in scan.reports],
                 refused=[line for scan in scans for line in scan.refused])
 
 
-def run_checkov(workdir: Path, files: list[Path]) -> Scan:
+def begin_in_background(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The synths now, in this process (the session's, which tests/cdk reads too: the same work, earlier); the scans
+    in the background, at the lowest priority (tests/support/background.py)."""
+    if CHECKOV.exists():
+        workdir, files = scanned_files(tmp_path_factory)  # in this thread: the CDK's jsii runtime is not thread-safe
+        background.begin("checkov", lambda: scan_files(workdir, files, background.priority, BACKGROUND_TIMEOUT_S))
+
+
+@pytest.fixture(scope="module")
+def scan(tmp_path_factory: pytest.TempPathFactory) -> Scan:
+    if not CHECKOV.exists():
+        pytest.fail(f"{CHECKOV} is missing: run `make bootstrap` (it installs requirements-security.txt)")
+    found: Scan = background.take("checkov", lambda: scan_files(*scanned_files(tmp_path_factory)), timeout_s=TIMEOUT_S)
+    return found
+
+
+def run_checkov(workdir: Path, files: list[Path], priority: Callable[[], tuple[str, ...]] = tuple,
+                timeout_s: float = TIMEOUT_S) -> Scan:
     """One checkov on some files, offline, guarded: its reports and the network attempts it made."""
     workdir.mkdir()
     guard_log = workdir / "refused.log"
-    command = [str(CHECKOV), "--framework", *FRAMEWORKS, "--skip-download", "--output", "json",
+    command = [*priority(), str(CHECKOV), "--framework", *FRAMEWORKS, "--skip-download", "--output", "json",
                *(arg for path in files for arg in ("--file", str(path)))]
     result = subprocess.run(command, cwd=workdir, env=checkov_environment(workdir, guard_log), capture_output=True,
-                            text=True, timeout=TIMEOUT_S, check=False)
+                            text=True, timeout=timeout_s, check=False)
     assert result.returncode in (0, 1), f"checkov crashed ({result.returncode}):\n{result.stderr[-4000:]}"
     reports = json.loads(result.stdout)
     refused = guard_log.read_text().splitlines() if guard_log.exists() else []
