@@ -43,11 +43,14 @@ def cdk_synth(env_name: str, outdir: Path, priority: Callable[[], tuple[str, ...
         cwd=REPO_ROOT, env=cli_environment(), capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
-def synth_every_environment(tmp_path_factory: pytest.TempPathFactory, priority: Callable[[], tuple[str, ...]] = tuple,
+def output_directories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One per environment, made in the calling thread (pytest's temporary directories are not thread-safe)."""
+    return {env_name: tmp_path_factory.mktemp(f"cli-{env_name}") for env_name in ENVIRONMENTS}
+
+
+def synth_every_environment(outdirs: dict[str, Path], priority: Callable[[], tuple[str, ...]] = tuple,
                             timeout_s: float = SYNTH_TIMEOUT_S) -> dict[str, Path]:
     """Each environment's template, each synthesized into its own output directory."""
-    outdirs = {env_name: tmp_path_factory.mktemp(f"cli-{env_name}") for env_name in ENVIRONMENTS}
-
     def synth(env_name: str) -> Path:
         started = time.monotonic()
         result = cdk_synth(env_name, outdirs[env_name], priority, timeout_s)
@@ -68,9 +71,9 @@ class CliRuns:
     lint: subprocess.CompletedProcess[str]  # cfn-lint on every template
 
 
-def synth_and_lint(tmp_path_factory: pytest.TempPathFactory, priority: Callable[[], tuple[str, ...]] = tuple,
+def synth_and_lint(outdirs: dict[str, Path], priority: Callable[[], tuple[str, ...]] = tuple,
                    timeout_s: float = SYNTH_TIMEOUT_S) -> CliRuns:
-    templates = synth_every_environment(tmp_path_factory, priority, timeout_s)
+    templates = synth_every_environment(outdirs, priority, timeout_s)
     lint = subprocess.run([*priority(), str(Path(sys.executable).parent / "cfn-lint"), *map(str, templates.values())],
                           capture_output=True, text=True, timeout=timeout_s, check=False)
     return CliRuns(templates, lint)
@@ -80,8 +83,8 @@ def begin_in_background(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The synths and cfn-lint begin with the session, at the lowest priority (tests/support/background.py): the
     same CLI runs, only earlier, on the core the model tests leave idle."""
     if CDK.exists():
-        background.begin("cdk-cli", lambda: synth_and_lint(tmp_path_factory, background.priority,
-                                                           BACKGROUND_TIMEOUT_S))
+        outdirs = output_directories(tmp_path_factory)
+        background.begin("cdk-cli", lambda: synth_and_lint(outdirs, background.priority, BACKGROUND_TIMEOUT_S))
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +92,8 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> CliRuns:
     if not CDK.exists():
         pytest.fail(f"{CDK} is missing: run `make bootstrap` (npm ci installs the pinned CDK CLI)")
     # Waiting, this process leaves the machine to the synths: they end within one foreground run's time.
-    runs: CliRuns = background.take("cdk-cli", lambda: synth_and_lint(tmp_path_factory), timeout_s=SYNTH_TIMEOUT_S)
+    runs: CliRuns = background.take("cdk-cli", lambda: synth_and_lint(output_directories(tmp_path_factory)),
+                                    timeout_s=SYNTH_TIMEOUT_S)
     return runs
 
 

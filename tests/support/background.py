@@ -7,10 +7,11 @@ test of 11 s took 11-13 s beside two idle-priority busy loops, 11-12 s without, 
 when its own test comes, often minutes later, the result is there. When it is not, the test waits for it and its
 processes get back the normal priority.
 
-Only for work that touches nothing but its own output directory: no model, no server, no timing, no file in the
-checkout. A test module opts in with `begin_in_background(tmp_path_factory)`, called (by tests/conftest.py) only
-when one of its tests is selected; its fixture then takes the result with `take(name, run_here, timeout_s)`, which
-runs the work in the foreground instead when nothing was begun.
+Only for work that touches nothing but its own output directory (made before it begins: pytest's temporary
+directories are not thread-safe): no model, no server, no timing, no file in the checkout. A test module opts in with
+`begin_in_background(tmp_path_factory)`, called (by tests/conftest.py) only when one of its tests is selected; its
+fixture then takes the result with `take(name, run_here, timeout_s)`, which runs the work in the foreground instead
+when nothing was begun.
 """
 
 from __future__ import annotations
