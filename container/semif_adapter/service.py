@@ -196,13 +196,11 @@ class DecisionService:
         health checks need not wait for this probe (~1.5 s here); decisions that arrive meanwhile run without
         partial reuse, and score the same either way."""
         started = time.perf_counter()
-        work = self._idle.get()
-        try:
-            why_off = work.engine.enable_partial_reuse(probe_tokens)
-        except DecodeAbortedError:
-            why_off = ["the probe was stopped (drain deadline)"]
-        finally:
-            self._idle.put(work)
+        with self._engine() as work:
+            try:
+                why_off = work.engine.enable_partial_reuse(probe_tokens)
+            except DecodeAbortedError:
+                why_off = ["the probe was stopped (drain deadline)"]
         for engine in self._engines:
             engine.reuse = work.engine.reuse
         LOG.info("partial reuse", extra={"fields": {"enabled": not why_off, "why_off": why_off[:4],
