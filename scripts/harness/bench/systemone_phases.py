@@ -185,7 +185,7 @@ def semif_phase(systems: Sequence[Running], config: Config, floor: RawFloor | No
     evaluated tokens decoded in one call: the other front door onto the same core."""
     rows = _taking_turns(adapters(systems), config.semif_option_counts,
                          lambda count, repeat: semif_body(config.size, SEMIF_BASE + 1000 * count + repeat, count),
-                         config.repeats, floor, path=SEMIF_PATH)
+                         config.semif_repeats, floor, path=SEMIF_PATH)
     return {"size": config.size, "rows": rows}
 
 
