@@ -9,9 +9,11 @@ request and every report path is the one a real server goes through.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,13 +87,30 @@ def test_floor_decodes_branches_and_refuses_what_does_not_fit() -> None:
         floor.close()
 
 
-def test_extra_question_cost_is_the_p50_difference_per_extra_question() -> None:
-    def row(ms: float, floor: float, tokens: float) -> dict[str, dict[str, float]]:
-        return {"latency_ms": {"p50": ms}, "floor_ms": {"p50": floor}, "evaluated_tokens": {"p50": tokens}}
+def test_extra_question_cost_pairs_each_round_and_keeps_the_unpaired_difference() -> None:
+    def sample(ms: float, floor: float, tokens: int, answered: bool = True) -> dict[str, Any]:
+        return {"ms": ms, "floor_ms": floor, "evaluated": tokens, "answered": answered}
 
-    costs = extra_question_cost({"1": row(300, 250, 100), "4": row(450, 370, 160)})
-    assert costs == [{"questions": 4, "extra_ms": 50.0, "extra_floor_ms": 40.0, "extra_evaluated_tokens": 20.0,
-                      "over_floor": 1.25}]
+    def row(samples: list[dict[str, Any]]) -> dict[str, Any]:
+        answered = [s for s in samples if s["answered"]]
+        return {"latency_ms": {"p50": statistics.median(s["ms"] for s in answered)},
+                "floor_ms": {"p50": statistics.median(s["floor_ms"] for s in answered)},
+                "evaluated_tokens": {"p50": statistics.median(s["evaluated"] for s in answered)}, "samples": samples}
+
+    # the machine slows down round by round: a question costs 50 ms over one whose floor is 40 ms, in every round
+    one = [sample(300 + 100 * r, 250 + 80 * r, 100) for r in range(3)]
+    four = [sample(450 + 100 * r, 370 + 80 * r, 160) for r in range(3)]
+    four.append(sample(9_999, 1, 1, answered=False))  # a refusal pairs with nothing
+    (cost,) = extra_question_cost({"1": row(one), "4": row(four)})
+    assert cost == {"questions": 4, "extra_ms": 50.0, "extra_floor_ms": 40.0, "extra_evaluated_tokens": 20.0,
+                    "over_floor": 1.25, "unpaired_extra_ms": 50.0, "unpaired_extra_floor_ms": 40.0,
+                    "unpaired_over_floor": 1.25}
+    # one slow spell in a round: the other rounds' pairs still see 50 ms a question, the p50s do not
+    one = [sample(300, 250, 100), sample(310, 250, 100), sample(900, 250, 100)]
+    four = [sample(450, 370, 160), sample(1_000, 370, 160), sample(1_050, 370, 160)]
+    (cost,) = extra_question_cost({"1": row(one), "4": row(four)})
+    assert (cost["extra_ms"], cost["over_floor"]) == (50.0, 1.25)
+    assert cost["unpaired_extra_ms"] == 230.0 and cost["unpaired_over_floor"] == 5.75
 
 
 def test_argmax_accuracy_counts_as_jevbench_does() -> None:

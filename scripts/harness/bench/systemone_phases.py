@@ -2,13 +2,15 @@
 
 Every request is answered by every system, one after the other in an order that rotates request by request (the
 machine's speed drifts by the minute); the floor of each answer's own tokens is timed right after it, in this
-process, while the servers are idle. A refusal (4xx) is recorded as one, never retried; a failure is anything else
-that is not a 200 answer with one answer per question.
+process, while the servers are idle. The rows of a phase take turns too: each round asks every row once, so rows
+compared with each other (one question against k) are measured seconds apart, not minutes. A refusal (4xx) is
+recorded as one, never retried; a failure is anything else that is not a 200 answer with one answer per question.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,28 +93,29 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _taking_turns(systems: Sequence[Running], rows: Sequence[int], bodies: Callable[[int, int], dict[str, Any]],
-                  repeats: int, floor: RawFloor | None, *,
+                  repeats: Callable[[int], int], floor: RawFloor | None, *,
                   prime: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                   path: str = PATH) -> dict[str, dict[str, Any]]:
-    """Per row value (question or option count) and system: every request and their summary. With `prime`, each
-    system is first sent (uncounted) `prime(body)`, right before the request it prepares."""
-    found: dict[str, dict[str, Any]] = {system.name: {} for system in systems}
+    """Per row value (question or option count) and system: every request and their summary, `repeats(value)`
+    requests per row, in rounds that ask every row still short of its count once. With `prime`, each system is
+    first sent (uncounted) `prime(body)`, right before the request it prepares."""
+    records: dict[str, dict[int, list[dict[str, Any]]]] = {system.name: {value: [] for value in rows}
+                                                           for system in systems}
     turn = 0
     with httpx.Client(timeout=TIMEOUT) as client:
-        for value in rows:
-            records: dict[str, list[dict[str, Any]]] = {system.name: [] for system in systems}
-            for repeat in range(repeats):
+        for repeat in range(max((repeats(value) for value in rows), default=0)):
+            for value in (value for value in rows if repeat < repeats(value)):
                 body = bodies(value, repeat)
                 encoded = json.dumps(body).encode()
                 primer = json.dumps(prime(body)).encode() if prime else None
                 for system in rotated(systems, turn):
                     if primer is not None:
                         post(client, system.url + path, primer)
-                    records[system.name].append(_record(post(client, system.url + path, encoded), body, floor))
+                    records[system.name][value].append(
+                        _record(post(client, system.url + path, encoded), body, floor))
                 turn += 1
-            for name, entries in records.items():
-                found[name][str(value)] = {**_summary(entries), "samples": entries}
-    return found
+    return {name: {str(value): {**_summary(entries), "samples": entries} for value, entries in by_row.items()}
+            for name, by_row in records.items()}
 
 
 def warm_up(systems: Sequence[Running], config: Config) -> None:
@@ -140,21 +143,32 @@ def questions_phase(systems: Sequence[Running], config: Config, floor: RawFloor 
     (and its noise, a second or so for a medium state) is not in the difference."""
     rows = _taking_turns(systems, config.question_counts,
                          lambda count, repeat: questions_body(config.size, QUESTIONS_BASE + 1000 * count + repeat,
-                                                              count), config.repeats, floor)
+                                                              count),
+                         lambda count: config.target_repeats if count == 1 else config.repeats, floor)
     warm = _taking_turns(systems, config.question_counts,
                          lambda count, repeat: questions_body(config.size, WARM_BASE + 1000 * count + repeat, count),
-                         config.warm_repeats, floor, prime=priming_body)
+                         lambda count: config.warm_repeats, floor, prime=priming_body)
     return {"size": config.size, "rows": rows, "extra_question": {name: extra_question_cost(by_count)
                                                                   for name, by_count in rows.items()},
             "warm_rows": warm, "warm_extra_question": {name: extra_question_cost(by_count)
                                                        for name, by_count in warm.items()}}
 
 
+def _paired_extra(one: list[dict[str, Any]], more: list[dict[str, Any]], key: str, extra: int) -> float | None:
+    """p50 over rounds of (value with k questions - value with one, asked in the same round), per extra question."""
+    pairs = [b[key] - a[key] for a, b in zip(one, more, strict=False)
+             if a["answered"] and b["answered"] and a[key] is not None and b[key] is not None]
+    return round(float(statistics.median(pairs)) / extra, 3) if pairs else None
+
+
 def extra_question_cost(by_count: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per question count k > 1: what each question beyond the first added, in time, in tokens and in floor
-    (p50 at k minus p50 at one question, over k - 1), and the time against the floor of those tokens."""
+    """Per question count k > 1: what each question beyond the first added, in time, in tokens and in floor, and
+    the time against the floor of those tokens. Paired: per round, the request with k questions minus the one
+    with one question asked seconds before or after it, the p50 of those over k - 1 (the machine's drift between
+    rounds cancels); `unpaired_*` is p50 at k minus p50 at one."""
     def p50(row: dict[str, Any], key: str) -> float | None:
-        return row[key].get("p50")
+        value = row[key].get("p50")
+        return None if value is None else float(value)
 
     counts = sorted(int(k) for k in by_count)
     if not counts or counts[0] != 1:
@@ -162,13 +176,16 @@ def extra_question_cost(by_count: dict[str, dict[str, Any]]) -> list[dict[str, A
     one, costs = by_count["1"], []
     for count in counts[1:]:
         row = by_count[str(count)]
-        values = [p50(row, key) for key in ("latency_ms", "floor_ms", "evaluated_tokens")]
-        bases = [p50(one, key) for key in ("latency_ms", "floor_ms", "evaluated_tokens")]
-        extra = [None if v is None or b is None else round((v - b) / (count - 1), 3)
-                 for v, b in zip(values, bases, strict=True)]
-        costs.append({"questions": count, "extra_ms": extra[0], "extra_floor_ms": extra[1],
-                      "extra_evaluated_tokens": extra[2],
-                      "over_floor": ratio(extra[0], extra[1]) if extra[0] is not None and extra[1] else None})
+        paired = [_paired_extra(one.get("samples", []), row.get("samples", []), key, count - 1)
+                  for key in ("ms", "floor_ms", "evaluated")]
+        unpaired = [None if (v := p50(row, key)) is None or (b := p50(one, key)) is None
+                    else round((v - b) / (count - 1), 3) for key in ("latency_ms", "floor_ms")]
+        costs.append({"questions": count, "extra_ms": paired[0], "extra_floor_ms": paired[1],
+                      "extra_evaluated_tokens": paired[2],
+                      "over_floor": ratio(paired[0], paired[1]) if paired[0] is not None and paired[1] else None,
+                      "unpaired_extra_ms": unpaired[0], "unpaired_extra_floor_ms": unpaired[1],
+                      "unpaired_over_floor": ratio(unpaired[0], unpaired[1])
+                      if unpaired[0] is not None and unpaired[1] else None})
     return costs
 
 
@@ -176,7 +193,7 @@ def options_phase(systems: Sequence[Running], config: Config, floor: RawFloor | 
     """One choice over 2 to 255 options about a fresh state; time against the floor of its own tokens."""
     rows = _taking_turns(systems, config.option_counts,
                          lambda count, repeat: options_body(config.size, OPTIONS_BASE + 1000 * count + repeat, count),
-                         config.repeats, floor)
+                         lambda count: config.target_repeats if count == 2 else config.repeats, floor)
     return {"size": config.size, "rows": rows}
 
 
@@ -185,7 +202,7 @@ def semif_phase(systems: Sequence[Running], config: Config, floor: RawFloor | No
     evaluated tokens decoded in one call: the other front door onto the same core."""
     rows = _taking_turns(adapters(systems), config.semif_option_counts,
                          lambda count, repeat: semif_body(config.size, SEMIF_BASE + 1000 * count + repeat, count),
-                         config.semif_repeats, floor, path=SEMIF_PATH)
+                         lambda count: config.target_repeats, floor, path=SEMIF_PATH)
     return {"size": config.size, "rows": rows}
 
 

@@ -112,11 +112,14 @@ def _throughput_lines(throughput: dict[str, Any]) -> list[str]:
 
 def _questions_lines(title: str, rows: dict[str, dict[str, Any]], extra: dict[str, list[dict[str, Any]]]) -> list[str]:
     return [f"## {title}", "", *_row_lines("questions", rows),
-            "Each question beyond the first (p50 at k questions minus p50 at one, over k - 1):", "",
+            "Each question beyond the first: per round, the request with k questions minus the one with one "
+            "question asked in the same round, p50 over the rounds, over k - 1 (unpaired: p50 at k minus p50 at "
+            "one):", "",
             *_table(["system", "questions", "ms per extra question", "its floor ms", "over floor",
-                     "tokens per extra question"],
+                     "tokens per extra question", "unpaired over floor"],
                     [[name, e["questions"], e["extra_ms"], e["extra_floor_ms"], e["over_floor"],
-                      e["extra_evaluated_tokens"]] for name, costs in extra.items() for e in costs])]
+                      e["extra_evaluated_tokens"], e.get("unpaired_over_floor")]
+                     for name, costs in extra.items() for e in costs])]
 
 
 def markdown(results: dict[str, Any]) -> str:
