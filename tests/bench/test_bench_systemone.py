@@ -64,7 +64,10 @@ def test_layout_from_x_timing_then_semif_blocks_then_usage() -> None:
                                               "output_rows": 36}, "x_option_logits": {"x": 1.0, "y": 2.0}}}}
     (piece,) = reported_layout(counted).pieces
     assert piece == Piece(34, 61, (18, 17), 36) and piece.rows() == (18, 17)  # every answer token's row
+    assert piece.shared_rows() == 1  # the 36th: in the first answer's tokens, which `prompt_tokens` holds
     assert Piece(0, 9, (5, 5, 5), 7).rows() == (3, 2, 2) and Piece(0, 9, (5, 5)).rows() == (1, 1)
+    assert Piece(0, 9, (5, 5, 5), 7).shared_rows() == Piece(0, 9, (5, 5)).shared_rows() == 0
+    assert Piece(300, 27, (5, 5, 5, 5), 33).shared_rows() == 13 and Piece(0, 4, (1,), 9).shared_rows() == 4
     door = {"option_ids": ["a", "b"], "option_logits": [0.1, 0.2],  # our SemIf door: one decision
             "timing": {"prompt_tokens": 95, "cached_tokens": 34, "evaluated_tokens": 96}}
     assert reported_layout(door) == Layout((Piece(34, 61, (18, 17)),), "x_timing")

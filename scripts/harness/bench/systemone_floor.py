@@ -62,6 +62,13 @@ class Piece:
         shares = list(_split(self.outputs, len(self.branches))) + [0] * len(self.branches)
         return tuple(min(length, share) for length, share in zip(self.branches, shares, strict=False))
 
+    def shared_rows(self) -> int:
+        """The server's rows that the branches cannot hold, at the last shared tokens: what a server reports as its
+        prompt holds its first answer's tokens (`prompt_tokens`), so that answer's rows sit in `shared` here."""
+        if self.outputs is None:
+            return 0
+        return max(0, min(self.shared, self.outputs - sum(self.rows())))
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -171,7 +178,8 @@ class RawFloor:
             sequences = tuple(range(1, len(group) + 1))
             for sequence in sequences:  # the tokens sequence 0 holds so far, the cached prefix or all before
                 llama_cpp.llama_memory_seq_cp(memory, 0, sequence, -1, -1)
-            items = [(next(ids), position, (0, *sequences), not group and position == end - 1)
+            first_row = end - piece.shared_rows() if group else end - max(1, piece.shared_rows())
+            items = [(next(ids), position, (0, *sequences), position >= first_row)
                      for position in range(piece.cached, end)] if index == 0 else []
             for sequence, length in zip(sequences, group, strict=True):
                 read = next(rows)
