@@ -8,7 +8,8 @@ the KV cache, `shared` new tokens that every answer sees (the rest of its prompt
 then the question itself), and one branch per answer holding the rest of its evaluated tokens, split evenly (pmi's
 and likelihood's layout: each answer's text scored after the shared prompt), with logits computed at as many
 positions as the server says it read (`output_rows`: every answer token's for pmi and likelihood, whose vocabulary-
-wide head is a fifth of a 135M model's work per token; one per branch where it does not say). `semif-serve` reports
+wide head is a fifth of a 135M model's work per token; one per branch where it does not say), in the branches and,
+for rows they cannot hold, at the last shared tokens (a prompt holds its first answer's tokens). `semif-serve` reports
 per answer the prompt it read (`semif.input_tokens`) and, in its shared mode, the state prefix it prefilled once
 (`semif.timing.prefix_tokens`): one piece, the prefix shared, one branch per question. A server that says neither
 gets one piece of `usage.input_tokens` in one sequence (what it read, an upper bound on what it computed).
