@@ -24,7 +24,7 @@ class Config:
     semif_option_counts: tuple[int, ...]  # options of one fresh SemIf-contract decision (the adapter's other door)
     repeats: int  # requests per row, each about a state nobody has seen
     target_repeats: int  # the same for the fresh rows held to 1.10x the floor (one question, a choice of 2, the
-    # SemIf door): a request's ratio to its floor spans 0.73x-1.39x on a 2-core VM, so their p50 needs many
+    # SemIf door): a request's ratio to its floor spans 0.73x-1.52x on a 2-core VM, so their p50 needs many requests
     warm_repeats: int  # requests per row about a state each system has just been asked about
     warmup: int  # rounds before the first row, each asking every question and option list once, not counted
     throughput: Throughput

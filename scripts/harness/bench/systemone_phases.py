@@ -170,6 +170,9 @@ def extra_question_cost(by_count: dict[str, dict[str, Any]]) -> list[dict[str, A
         value = row[key].get("p50")
         return None if value is None else float(value)
 
+    def over(ms: float | None, floor_ms: float | None) -> float | None:
+        return ratio(ms, floor_ms) if ms is not None and floor_ms else None
+
     counts = sorted(int(k) for k in by_count)
     if not counts or counts[0] != 1:
         return []
@@ -181,11 +184,9 @@ def extra_question_cost(by_count: dict[str, dict[str, Any]]) -> list[dict[str, A
         unpaired = [None if (v := p50(row, key)) is None or (b := p50(one, key)) is None
                     else round((v - b) / (count - 1), 3) for key in ("latency_ms", "floor_ms")]
         costs.append({"questions": count, "extra_ms": paired[0], "extra_floor_ms": paired[1],
-                      "extra_evaluated_tokens": paired[2],
-                      "over_floor": ratio(paired[0], paired[1]) if paired[0] is not None and paired[1] else None,
+                      "extra_evaluated_tokens": paired[2], "over_floor": over(paired[0], paired[1]),
                       "unpaired_extra_ms": unpaired[0], "unpaired_extra_floor_ms": unpaired[1],
-                      "unpaired_over_floor": ratio(unpaired[0], unpaired[1])
-                      if unpaired[0] is not None and unpaired[1] else None})
+                      "unpaired_over_floor": over(unpaired[0], unpaired[1])})
     return costs
 
 

@@ -118,7 +118,7 @@ def _questions_lines(title: str, rows: dict[str, dict[str, Any]], extra: dict[st
             *_table(["system", "questions", "ms per extra question", "its floor ms", "over floor",
                      "tokens per extra question", "unpaired over floor"],
                     [[name, e["questions"], e["extra_ms"], e["extra_floor_ms"], e["over_floor"],
-                      e["extra_evaluated_tokens"], e.get("unpaired_over_floor")]
+                      e["extra_evaluated_tokens"], e["unpaired_over_floor"]]
                      for name, costs in extra.items() for e in costs])]
 
 
