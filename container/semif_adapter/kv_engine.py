@@ -7,7 +7,15 @@ opens like the held one, or like a saved one, keeps that opening where `partial_
 evaluated fresh on every request, always at the same boundaries: the common part (the criterion...) and the
 branches, one sequence id each, decoded together in as few calls as the batch allows, in the plan's fixed order:
 the prefix's cells are given to every branch's sequence (`llama_memory_seq_cp`) and the common part's tokens belong
-to all of them (a token may carry several sequence ids), so it is computed once, in the same call as the branches.
+to all of them (a token may carry several sequence ids), so it is computed once, in the same call as the branches;
+so are the openings that several branches share (`branch_trie`). Pieces of different sequences share a call only
+when the whole suffix fits in one call of at most `SUFFIX_WINDOW` tokens; otherwise each piece has calls of its own.
+Rows of several sequences in one llama_decode disturb each other in this llama.cpp (measured on the embedded model:
+up to 0.9 in a logit against the branch decoded alone; llama.cpp issue 24962): from `GGML_FA_TILE_Q` (64) query rows
+up, where the CPU flash-attention kernel computes in tiles; over several calls of fewer rows once branches share
+openings (not understood); without flash attention at any size. One call under the tile, with flash attention,
+computes each row on its own: the start-up probe (`enable_mixed_windows`) checks that bit for bit on the loaded
+model, or no call mixes sequences. Either way a branch's numbers are the ones it gets decoded alone.
 llama.cpp's CPU kernels round differently with the batch's packing, so fixed boundaries and a fixed order are what
 make a decision's numbers independent of the cache and of what else was asked before. After every request, errors
 included, the cache holds only sequence 0's prefix in cells [0, n).
@@ -26,14 +34,17 @@ from dataclasses import dataclass
 import llama_cpp
 import numpy as np
 
+from .branch_trie import Node, branch_trie
 from .core_share import CoreShare
 from .errors import PromptTooLongError
 from .llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
-from .partial_reuse import ReuseRule, TokenIds, verify_on
+from .partial_reuse import TILE, ReuseRule, TokenIds, verify_on
 from .prefix_cache import PrefixCache, SavedPrefix, token_bytes
 from .tokens import PlanTokens
 
 DECODE_ABORTED = 2  # llama_decode's return value when the abort callback said stop
+SUFFIX_WINDOW = TILE - 1  # the most tokens of several sequences one call may hold: flash attention row by row
+PROBE_PREFIX, PROBE_COMMON, PROBE_BRANCH, PROBE_SHARED = 40, 3, 20, 6  # enable_mixed_windows: 57 tokens, one call
 
 
 class DecodeAbortedError(RuntimeError):
@@ -49,6 +60,12 @@ class Row:
 
     def log_probs(self) -> np.ndarray:
         return self.values.astype(np.float64) - self.log_normalizer
+
+    def select(self, among: Sequence[int], ids: Sequence[int]) -> Row:
+        """The row as if only `ids` had been read, from one read of `among` (a trie node's union): the same bits."""
+        if tuple(ids) == tuple(among):
+            return self
+        return Row(values=self.values[[among.index(token) for token in ids]], log_normalizer=self.log_normalizer)
 
 
 @dataclass(frozen=True)
@@ -80,8 +97,9 @@ class _Piece:
     start: int  # position of the first token
     tokens: Sequence[int]
     reads: Mapping[int, Sequence[int]]  # index in tokens -> ids
-    tag: int  # which branch (-1: the common part)
-    release: int | None = None  # a branch's first position: its cells are dropped once its last token is decoded
+    tag: int  # which trie node (-1: the common part)
+    release: int = 0  # the branches' first position: `done`'s cells from there on go once the last token is decoded
+    done: tuple[int, ...] = ()  # the sequences whose last decoded token is this piece's last
 
 
 def decoded_length(tokens: Sequence[int], reads: Mapping[int, Sequence[int]]) -> int:
@@ -103,6 +121,7 @@ class DecisionEngine:
         self._unsaved: tuple[tuple[str, ...], int, Sequence[int]] | None = None  # (key, tokens, state): see settle
         self._claim = contextlib.ExitStack()  # other workers wait on the unsaved prefix until it is saved
         self.reuse = ReuseRule(runtime.n_ubatch, enabled=False)
+        self.mixed = False  # whether a suffix of one window is one call (`enable_mixed_windows`)
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
         self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, MAX_BRANCHES)
 
@@ -113,6 +132,7 @@ class DecisionEngine:
         lengths = [decoded_length(b, r) for b, r in zip(planned.branches, reads.branches, strict=True)]
         suffix = len(planned.common) + sum(lengths)
         needed = planned.prefix + suffix
+        nodes = branch_trie([b[:length] for b, length in zip(planned.branches, lengths, strict=True)], reads.branches)
         if needed > self.runtime.n_ctx:
             raise PromptTooLongError(needed, self.runtime.n_ctx, f"{planned.prefix} prefix + {len(planned.common)} "
                                      f"common + {sum(lengths)} option tokens")
@@ -127,7 +147,7 @@ class DecisionEngine:
                     self._claim = claim.pop_all()  # released by settle(), once the prefix is saved
                     if self._unsaved is None:
                         self._claim.close()  # nothing to save: other workers may go on
-                    common, rows = self._evaluate_suffix(planned, reads, lengths)
+                    common, rows = self._evaluate_suffix(planned, reads, lengths, nodes)
         except BaseException:
             self._forget()
             raise
@@ -136,8 +156,9 @@ class DecisionEngine:
         return EngineResult(common=common, branches=rows,
                             prompt_tokens=planned.prefix + len(planned.common) + len(planned.branches[0]),
                             prefix_tokens=planned.prefix, context_tokens=needed,
-                            evaluated_tokens=needed - cached, cached_tokens=cached,
-                            output_rows=int(reads.common is not None) + sum(len(r) for r in reads.branches),
+                            evaluated_tokens=planned.prefix - cached + len(planned.common)
+                            + sum(len(node.tokens) for node in nodes), cached_tokens=cached,
+                            output_rows=int(reads.common is not None) + sum(len(node.reads) for node in nodes),
                             cache_source=source,
                             restore_ms=restore_ms, forward_ms=(time.perf_counter() - started) * 1000 - restore_ms)
 
@@ -167,6 +188,48 @@ class DecisionEngine:
         problems = verify_on(self.split_decode, probe_tokens, self.runtime.n_ubatch)
         self.reuse = ReuseRule(self.runtime.n_ubatch, enabled=not problems)
         return problems
+
+    def enable_mixed_windows(self, probe_tokens: Sequence[int]) -> list[str]:
+        """Start-up: let a suffix of one window be one call if each branch's rows there are, bit for bit, the ones
+        it gets decoded alone (a common part and three branches, two of them sharing an opening). Returns why not
+        (empty: on). Clears the KV cache."""
+        needed = PROBE_PREFIX + PROBE_COMMON + 3 * PROBE_BRANCH
+        if len(probe_tokens) < needed:
+            return [f"{len(probe_tokens)} probe tokens, {needed} needed"]
+        prefix, common = probe_tokens[:PROBE_PREFIX], probe_tokens[PROBE_PREFIX:PROBE_PREFIX + PROBE_COMMON]
+        start = PROBE_PREFIX + PROBE_COMMON
+        own = [probe_tokens[start + k * PROBE_BRANCH:start + (k + 1) * PROBE_BRANCH] for k in range(3)]
+        branches = [own[0], [*own[0][:PROBE_SHARED], *own[1][PROBE_SHARED:]], own[2]]
+        ids = tuple(range(min(64, self.runtime.vocab_size)))
+        reads = [{i: ids for i in range(PROBE_BRANCH)} for _ in branches]
+        nodes = branch_trie(branches, reads)
+        pieces = self._branch_pieces(PROBE_PREFIX, common, {}, len(branches), nodes)
+        together = self._branch_rows(nodes, self._probe_decode(prefix, len(branches), pieces), reads, start)
+        problems = []
+        for k, branch in enumerate(branches):
+            alone = self._probe_decode(prefix, 1, [_Piece(0, PROBE_PREFIX, [*common, *branch],
+                                                          {PROBE_COMMON + i: ids for i in range(PROBE_BRANCH)}, 0)])
+            moved = [abs(together[k][pos - start].log_normalizer - row.log_normalizer)
+                     for pos, row in alone[0].items()
+                     if not (np.array_equal(together[k][pos - start].values, row.values)
+                             and together[k][pos - start].log_normalizer == row.log_normalizer)]
+            if moved:
+                problems.append(f"branch {k}: {len(moved)} of {PROBE_BRANCH} rows moved beside others (log-sum-exp "
+                                f"by up to {max(moved):.3g})")
+        self.mixed = not problems
+        return problems
+
+    def _probe_decode(self, prefix: Sequence[int], sequences: int, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
+        """`pieces` in one call after `prefix`, which every sequence holds, on an otherwise empty cache."""
+        self._forget()
+        try:
+            with self._working():
+                self._decode([_Piece(0, 0, prefix, {}, -1)])
+                for seq in range(1, sequences):
+                    llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
+                return self._decode(pieces)
+        finally:
+            self._forget()
 
     def split_decode(self, tokens: Sequence[int], splits: Sequence[int]) -> np.ndarray:
         """The last token's logits after decoding `tokens` from an empty cache in calls starting at `splits`."""
@@ -288,8 +351,8 @@ class DecisionEngine:
         self._live = tuple(chunks)
 
     # -- the suffix (common part and branches, evaluated on every request) ---------------------------------
-    def _evaluate_suffix(self, planned: PlanTokens, reads: Reads,
-                         lengths: list[int]) -> tuple[Row | None, tuple[dict[int, Row], ...]]:
+    def _evaluate_suffix(self, planned: PlanTokens, reads: Reads, lengths: list[int],
+                         nodes: list[Node]) -> tuple[Row | None, tuple[dict[int, Row], ...]]:
         """Rows by absolute position while decoding; returned as the common row and per-branch token indexes."""
         common_start, common = planned.prefix, planned.common
         branch_start = common_start + len(common)
@@ -303,15 +366,33 @@ class DecisionEngine:
             return rows.get(last_common), (branch,)
         for seq in range(1, len(planned.branches)):  # the prefix's cells belong to every branch
             llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
-        every = tuple(range(len(planned.branches)))  # the common part's tokens too: decoded once, with the branches
-        pieces = [_Piece(every, common_start, common, common_reads, -1)] if common else []
-        pieces += [_Piece(seq, branch_start, tokens[:length], branch_reads, seq, release=branch_start)
-                   for seq, (tokens, length, branch_reads)
-                   in enumerate(zip(planned.branches, lengths, reads.branches, strict=True)) if length]
-        found = self._decode_packed(pieces)
-        branch_rows = tuple({pos - branch_start: row for pos, row in found.get(seq, {}).items()}
-                            for seq in range(len(planned.branches)))
-        return found.get(-1, {}).get(last_common), branch_rows
+        found = self._decode_packed(self._branch_pieces(common_start, common, common_reads,
+                                                        len(planned.branches), nodes))
+        return found.get(-1, {}).get(last_common), self._branch_rows(nodes, found, reads.branches, branch_start)
+
+    @staticmethod
+    def _branch_pieces(start: int, common: Sequence[int], common_reads: Mapping[int, Sequence[int]], branches: int,
+                       nodes: Sequence[Node]) -> list[_Piece]:
+        """The common part (its tokens belong to every branch: decoded once) and the trie's nodes, in order."""
+        branch_start = start + len(common)
+        pieces = [_Piece(tuple(range(branches)), start, common, common_reads, -1)] if common else []
+        return pieces + [_Piece(node.members if len(node.members) > 1 else node.members[0], branch_start + node.depth,
+                                node.tokens, node.reads, tag, release=branch_start, done=node.done)
+                         for tag, node in enumerate(nodes)]
+
+    @staticmethod
+    def _branch_rows(nodes: Sequence[Node], found: Mapping[int, Mapping[int, Row]],
+                     reads: Sequence[Mapping[int, Sequence[int]]], branch_start: int) -> tuple[dict[int, Row], ...]:
+        """Each branch's own reads by token index, out of its nodes' shared ones."""
+        branch_rows: tuple[dict[int, Row], ...] = tuple({} for _ in reads)
+        for tag, node in enumerate(nodes):
+            rows = found.get(tag, {})
+            for member in node.members:
+                for index, among in node.reads.items():
+                    if (ids := reads[member].get(node.depth + index)) is not None:
+                        row = rows[branch_start + node.depth + index]
+                        branch_rows[member][node.depth + index] = row.select(among, ids)
+        return branch_rows
 
     def _drop_suffix(self, branches: int) -> None:
         for seq in range(1, branches):
@@ -320,21 +401,13 @@ class DecisionEngine:
 
     # -- decoding --------------------------------------------------------------------------------------
     def _decode_packed(self, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
-        """Branches in as few calls as the batch size allows, in their fixed order (a long one is split)."""
-        limit = self.runtime.n_batch
-        calls: list[list[_Piece]] = [[]]
-        for piece in pieces:
-            for offset in range(0, len(piece.tokens), limit):
-                ends_piece = offset + limit >= len(piece.tokens)
-                part = _Piece(piece.seq, piece.start + offset, piece.tokens[offset:offset + limit],
-                              {i - offset: ids for i, ids in piece.reads.items() if offset <= i < offset + limit},
-                              piece.tag, piece.release if ends_piece else None)
-                if calls[-1] and sum(len(p.tokens) for p in calls[-1]) + len(part.tokens) > limit:
-                    calls.append([])
-                calls[-1].append(part)
+        """Pieces in their fixed order: in one call where they fit one window and `mixed` allows it, else each
+        piece in calls of its own (`_decode` splits a long one at the ubatch)."""
+        if self.mixed and sum(len(piece.tokens) for piece in pieces) <= min(SUFFIX_WINDOW, self.runtime.n_ubatch):
+            return self._decode(pieces, last=True)
         found: dict[int, dict[int, Row]] = {}
-        for index, call in enumerate(calls):
-            for tag, rows in self._decode(call, last=index == len(calls) - 1).items():
+        for index, piece in enumerate(pieces):
+            for tag, rows in self._decode([piece], last=index == len(pieces) - 1).items():
                 found.setdefault(tag, {}).update(rows)
         return found
 
@@ -375,17 +448,18 @@ class DecisionEngine:
             for index, (piece, i) in enumerate(window):
                 if i in piece.reads:
                     found.setdefault(piece.tag, {})[piece.start + i] = self._read(index, piece.reads[i])
-                if piece.release is not None and i == len(piece.tokens) - 1:
+                if piece.done and i == len(piece.tokens) - 1:
                     self._release(piece)
         return found
 
     def _release(self, piece: _Piece) -> None:
-        """Drop a decoded branch's own cells: every later call's attention reads every cell in use, so 255 answers'
-        branches kept side by side would cost more than the answers themselves. Where the next tokens land then
-        follows from the plan alone (the same frees in the same order), so the numbers stay the plan's."""
-        seq = piece.seq if isinstance(piece.seq, int) else piece.seq[0]
-        if not llama_cpp.llama_memory_seq_rm(self.context.memory, seq, piece.release, -1):
-            raise RuntimeError("llama.cpp could not drop a decoded branch")
+        """Drop the decoded branches' own cells (a cell that other branches still share stays theirs): every later
+        call's attention reads every cell in use, so 255 answers' branches kept side by side would cost more than
+        the answers themselves. Where the next tokens land then follows from the plan alone (the same frees in the
+        same order), so the numbers stay the plan's."""
+        for seq in piece.done:
+            if not llama_cpp.llama_memory_seq_rm(self.context.memory, seq, piece.release, -1):
+                raise RuntimeError("llama.cpp could not drop a decoded branch")
 
     def _working(self) -> contextlib.AbstractContextManager[None]:
         return self.cores.working() if self.cores else contextlib.nullcontext()

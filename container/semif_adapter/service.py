@@ -166,6 +166,10 @@ class DecisionService:
             self._idle.put(Work(tokenizer, engine, settle_later=True))
         self._identity = ModelIdentity.of(model, runtime.facts, self.settings.model_name)
         probes = [replace(WARMUP_QUESTION, state=state) for state in EXACTNESS_PROBES]
+        probe_tokens = [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()]
+        apart = self._engines[0].enable_mixed_windows(probe_tokens)  # before any decision: it sets the numbers' bits
+        for engine in self._engines[1:]:
+            engine.mixed = self._engines[0].mixed
         inexact = check_exact(tokenizer, [p for r in probes for p in (letters.plan(r), likelihood.plan(r))])
         if inexact:
             LOG.warning("prompt pieces do not add up to the whole prompt's tokens for this model's tokenizer; "
@@ -178,6 +182,7 @@ class DecisionService:
             "model": self._identity.document, "model_name": self._identity.name,
             "model_hash_ms": round(model.hash_ms, 1),
             "load_ms": round((time.perf_counter() - started) * 1000, 1), "exact_tokens": not inexact,
+            "branches_share_calls": not apart, "branches_apart_because": apart[:4],
             "prompt_frame": runtime.frame_name(self.settings.chat_template),
             "default_scoring": self.settings.scoring, "systemone_frames": self.settings.frames.describe(),
             "warmup_prompt_tokens": warm[0].prompt_tokens,
@@ -188,8 +193,7 @@ class DecisionService:
             "queue_size": self.settings.queue_size, "body_timeout_seconds": self.settings.body_timeout_seconds}})
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="llama-worker")
         self._ready.set()  # after the line: whoever sees /ping 200 finds "ready" in the log
-        self._executor.submit(self._enable_partial_reuse,
-                              [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()])
+        self._executor.submit(self._enable_partial_reuse, probe_tokens)
 
     def _enable_partial_reuse(self, probe_tokens: list[int]) -> None:
         """The workers' first job after /ping says 200, on one engine, then the rule for all (they share one model):

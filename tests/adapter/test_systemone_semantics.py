@@ -9,7 +9,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from support.systemone import EXTRA, QUESTIONS, TICKET, body, many_options, numbers
+from support.systemone import EXTRA, QUESTIONS, TICKET, body, numbers
 
 pytestmark = pytest.mark.slow
 METHODS = ("letters", "likelihood", "pmi")
@@ -44,7 +44,9 @@ def test_a_question_scores_the_same_alone_with_others_reordered_and_renamed(clie
 def test_a_choice_decoded_over_several_windows_scores_the_same_alone_and_after_others(client):
     """Over one ubatch of answer tokens the engine drops each decoded branch before the next window; where the
     next window's tokens land must follow from the question alone."""
-    many = {"type": "choice", "instructions": "Which queue should take this ticket?", "criteria": many_options(80)}
+    words = ["invoice", "parcel", "refund", "outage", "upgrade", "password", "courier", "discount", "warranty"]
+    criteria = {f"Queue {i}": " ".join(words[(i * 7 + j * 5) % len(words)] for j in range(8)) for i in range(80)}
+    many = {"type": "choice", "instructions": "Which queue should take this ticket?", "criteria": criteria}
     state = fresh_state()
     after_others = ask(client, {**QUESTIONS, "many": many}, state)["many"]  # the state evaluated by the first
     alone = ask(client, {"many": many}, state)["many"]
