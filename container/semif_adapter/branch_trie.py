@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .engine_rows import Row
+
 
 @dataclass(frozen=True)
 class Node:
@@ -55,3 +57,18 @@ def _by_token(members: Sequence[int], branches: Sequence[Sequence[int]], index: 
     for member in members:
         groups.setdefault(branches[member][index], []).append(member)
     return [tuple(group) for group in groups.values()]
+
+
+def member_rows(nodes: Sequence[Node], found: Mapping[int, Mapping[int, Row]],
+                reads: Sequence[Mapping[int, Sequence[int]]], branch_start: int) -> tuple[dict[int, Row], ...]:
+    """Each branch's own reads by token index, out of its nodes' shared ones (`found`: rows by node, then by
+    absolute position; a node's tokens start at `branch_start` + its depth)."""
+    rows_by_branch: tuple[dict[int, Row], ...] = tuple({} for _ in reads)
+    for tag, node in enumerate(nodes):
+        rows = found.get(tag, {})
+        for member in node.members:
+            for index, among in node.reads.items():
+                if (ids := reads[member].get(node.depth + index)) is not None:
+                    row = rows[branch_start + node.depth + index]
+                    rows_by_branch[member][node.depth + index] = row.select(among, ids)
+    return rows_by_branch

@@ -4,21 +4,17 @@ Sequence 0 of the KV cache holds a prefix (head, state) in cells [0, n): either 
 request, restored from the host-memory `PrefixCache`, or evaluated now (and saved there by `settle`, which the
 service calls once the answer is handed back); a new state that
 opens like the held one, or like a saved one, keeps that opening where `partial_reuse` shows it to be exact. The rest is
-evaluated fresh on every request, always at the same boundaries: the common part (the criterion...) and the
-branches, one sequence id each, decoded together in as few calls as the batch allows, in the plan's fixed order:
-the prefix's cells are given to every branch's sequence (`llama_memory_seq_cp`) and the common part's tokens belong
-to all of them (a token may carry several sequence ids), so it is computed once, in the same call as the branches;
-so are the openings that several branches share (`branch_trie`). Pieces of different sequences share a call only
-when the whole suffix fits in one call of at most `SUFFIX_WINDOW` tokens; otherwise each piece has calls of its own.
-Rows of several sequences in one llama_decode disturb each other in this llama.cpp (measured on the embedded model:
-up to 0.9 in a logit against the branch decoded alone; llama.cpp issue 24962): from `GGML_FA_TILE_Q` (64) query rows
-up, where the CPU flash-attention kernel computes in tiles; over several calls of fewer rows once branches share
-openings (not understood); without flash attention at any size. One call under the tile, with flash attention,
-computes each row on its own: the start-up probe (`enable_mixed_windows`) checks that bit for bit on the loaded
-model, or no call mixes sequences. Either way a branch's numbers are the ones it gets decoded alone.
-llama.cpp's CPU kernels round differently with the batch's packing, so fixed boundaries and a fixed order are what
-make a decision's numbers independent of the cache and of what else was asked before. After every request, errors
-included, the cache holds only sequence 0's prefix in cells [0, n).
+evaluated fresh on every request, always at the same boundaries, in the plan's fixed order: the common part (the
+criterion...) and the branches, one sequence id each. The prefix's cells are given to every branch's sequence
+(`llama_memory_seq_cp`); the common part's tokens belong to all of them, and an opening several branches share to
+each of those (a token may carry several sequence ids: `branch_trie`), so each is computed once. Rows of several
+sequences in one llama_decode disturb each other in this llama.cpp (docs/quality.md, "Answers side by side"), so
+pieces of several sequences share a call only where the whole suffix fits one call under flash attention's tile
+and the start-up probe (`enable_mixed_windows`) finds that exact; otherwise each piece is a call of its own. Either
+way a branch's numbers are the ones it gets decoded alone. llama.cpp's CPU kernels also round differently with
+the batch's packing, so fixed boundaries and a fixed order are what make a decision's numbers independent of the
+cache and of what else was asked before. After every request, errors included, the cache holds only sequence 0's
+prefix in cells [0, n).
 """
 
 from __future__ import annotations
@@ -34,8 +30,9 @@ from dataclasses import dataclass
 import llama_cpp
 import numpy as np
 
-from .branch_trie import Node, branch_trie
+from .branch_trie import Node, branch_trie, member_rows
 from .core_share import CoreShare
+from .engine_rows import Reads, Row
 from .errors import PromptTooLongError
 from .llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
 from .partial_reuse import TILE, ReuseRule, TokenIds, verify_on
@@ -49,31 +46,6 @@ PROBE_PREFIX, PROBE_COMMON, PROBE_BRANCH, PROBE_SHARED = 40, 3, 20, 6  # enable_
 
 class DecodeAbortedError(RuntimeError):
     """llama_decode stopped on request (a drain deadline), not by a fault."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """What was read at one position: the logits of the requested tokens and the log of the softmax's sum."""
-
-    values: np.ndarray  # float32 logits of the requested token ids, in the requested order
-    log_normalizer: float  # log-sum-exp over the whole vocabulary at that position
-
-    def log_probs(self) -> np.ndarray:
-        return self.values.astype(np.float64) - self.log_normalizer
-
-    def select(self, among: Sequence[int], ids: Sequence[int]) -> Row:
-        """The row as if only `ids` had been read, from one read of `among` (a trie node's union): the same bits."""
-        if tuple(ids) == tuple(among):
-            return self
-        return Row(values=self.values[[among.index(token) for token in ids]], log_normalizer=self.log_normalizer)
-
-
-@dataclass(frozen=True)
-class Reads:
-    """Which logits a method needs: at the common part's last token, and at token indexes of each branch."""
-
-    common: tuple[int, ...] | None
-    branches: tuple[Mapping[int, Sequence[int]], ...]  # per branch: token index -> token ids to read there
 
 
 @dataclass(frozen=True)
@@ -204,7 +176,7 @@ class DecisionEngine:
         reads = [{i: ids for i in range(PROBE_BRANCH)} for _ in branches]
         nodes = branch_trie(branches, reads)
         pieces = self._branch_pieces(PROBE_PREFIX, common, {}, len(branches), nodes)
-        together = self._branch_rows(nodes, self._probe_decode(prefix, len(branches), pieces), reads, start)
+        together = member_rows(nodes, self._probe_decode(prefix, len(branches), pieces), reads, start)
         problems = []
         for k, branch in enumerate(branches):
             alone = self._probe_decode(prefix, 1, [_Piece(0, PROBE_PREFIX, [*common, *branch],
@@ -368,7 +340,7 @@ class DecisionEngine:
             llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
         found = self._decode_packed(self._branch_pieces(common_start, common, common_reads,
                                                         len(planned.branches), nodes))
-        return found.get(-1, {}).get(last_common), self._branch_rows(nodes, found, reads.branches, branch_start)
+        return found.get(-1, {}).get(last_common), member_rows(nodes, found, reads.branches, branch_start)
 
     @staticmethod
     def _branch_pieces(start: int, common: Sequence[int], common_reads: Mapping[int, Sequence[int]], branches: int,
@@ -379,20 +351,6 @@ class DecisionEngine:
         return pieces + [_Piece(node.members if len(node.members) > 1 else node.members[0], branch_start + node.depth,
                                 node.tokens, node.reads, tag, release=branch_start, done=node.done)
                          for tag, node in enumerate(nodes)]
-
-    @staticmethod
-    def _branch_rows(nodes: Sequence[Node], found: Mapping[int, Mapping[int, Row]],
-                     reads: Sequence[Mapping[int, Sequence[int]]], branch_start: int) -> tuple[dict[int, Row], ...]:
-        """Each branch's own reads by token index, out of its nodes' shared ones."""
-        branch_rows: tuple[dict[int, Row], ...] = tuple({} for _ in reads)
-        for tag, node in enumerate(nodes):
-            rows = found.get(tag, {})
-            for member in node.members:
-                for index, among in node.reads.items():
-                    if (ids := reads[member].get(node.depth + index)) is not None:
-                        row = rows[branch_start + node.depth + index]
-                        branch_rows[member][node.depth + index] = row.select(among, ids)
-        return branch_rows
 
     def _drop_suffix(self, branches: int) -> None:
         for seq in range(1, branches):

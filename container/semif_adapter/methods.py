@@ -23,7 +23,8 @@ from typing import Protocol
 
 import numpy as np
 
-from .kv_engine import DecisionEngine, EngineResult, Reads
+from .engine_rows import Reads
+from .kv_engine import DecisionEngine, EngineResult
 from .prompt import ChatFrame, PromptPlan, answers_plan, letters_plan
 from .question import Question, canonical_state
 from .tokens import PlanTokens, PromptTokenizer

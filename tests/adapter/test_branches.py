@@ -107,7 +107,7 @@ def test_the_start_up_probe_keeps_calls_apart_where_rows_of_several_sequences_mo
         problems = engine.engine.enable_mixed_windows(probe_tokens(engine))
         assert problems and all("rows moved beside others" in problem for problem in problems)
         assert engine.engine.mixed is False
-        texts = [" ".join(random.Random(seed).choice(WORDS) for _ in range(5)) for seed in range(6)]
+        texts = [" ".join(random.Random(seed).choices(WORDS, k=5)) for seed in range(6)]
         question = replace(request_of(STATE, "Which queue?", method="likelihood"), answers=answers_of(texts))
         together, _, _, _ = engine.likelihood.answers(question, engine.work)
         reference = alone_sums(engine, question)

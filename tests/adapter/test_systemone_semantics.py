@@ -5,6 +5,7 @@ statistically; here the bytes are compared)."""
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,10 +43,10 @@ def test_a_question_scores_the_same_alone_with_others_reordered_and_renamed(clie
 
 
 def test_a_choice_decoded_over_several_windows_scores_the_same_alone_and_after_others(client):
-    """Over one ubatch of answer tokens the engine drops each decoded branch before the next window; where the
-    next window's tokens land must follow from the question alone."""
+    """The engine drops each answer's cells once it is decoded, over more than one ubatch of answer tokens; where
+    the later answers' tokens land must follow from the question alone."""
     words = ["invoice", "parcel", "refund", "outage", "upgrade", "password", "courier", "discount", "warranty"]
-    criteria = {f"Queue {i}": " ".join(words[(i * 7 + j * 5) % len(words)] for j in range(8)) for i in range(80)}
+    criteria = {f"Queue {i}": " ".join(random.Random(i).choices(words, k=12)) for i in range(80)}
     many = {"type": "choice", "instructions": "Which queue should take this ticket?", "criteria": criteria}
     state = fresh_state()
     after_others = ask(client, {**QUESTIONS, "many": many}, state)["many"]  # the state evaluated by the first
