@@ -147,7 +147,10 @@ def test_sigterm_hands_back_the_lines_a_batch_could_not_finish(start_adapter, ma
     done = [a for a in answers if "decision_id" in a]
     handed_back = [a for a in answers if "error" in a]
     assert handed_back and all(a["error"]["code"] == "shutting_down" for a in handed_back)
-    assert [a["line"] for a in handed_back] == [i + 1 for i in range(len(done), 40)]  # the rest, in order
+    unfinished = [number for number, answer in enumerate(answers, 1) if "error" in answer]
+    assert [a["line"] for a in handed_back] == unfinished and unfinished[-1] == 40  # each in its place, numbered
+    # the rest of the batch, except that a line the second worker was on may finish after the first one's is cut
+    assert len(done) == 40 - len(unfinished) and sum("decision_id" in a for a in answers[unfinished[0]:]) <= 1
 
 
 def test_every_request_writes_emf_records_cloudwatch_can_parse(start_adapter, make_decision):
