@@ -104,10 +104,10 @@ class DecisionEngine:
         lengths = [decoded_length(b, r) for b, r in zip(planned.branches, reads.branches, strict=True)]
         suffix = len(planned.common) + sum(lengths)
         needed = planned.prefix + suffix
-        nodes = branch_trie([b[:length] for b, length in zip(planned.branches, lengths, strict=True)], reads.branches)
         if needed > self.runtime.n_ctx:
             raise PromptTooLongError(needed, self.runtime.n_ctx, f"{planned.prefix} prefix + {len(planned.common)} "
                                      f"common + {sum(lengths)} option tokens")
+        nodes = branch_trie([b[:length] for b, length in zip(planned.branches, lengths, strict=True)], reads.branches)
         self.settle()  # the previous evaluation's prefix, before this one may replace it
         started = time.perf_counter()
         try:

@@ -12,14 +12,13 @@ from dataclasses import replace
 import llama_cpp
 import numpy as np
 import pytest
-from support.engines import QUESTIONS, Engine, request_of
+from support.engines import Engine, request_of
 
 from semif_adapter.branch_trie import Node, branch_trie
 from semif_adapter.embedded_model import embedded_model_path
 from semif_adapter.llama_runtime import LlamaRuntime
 from semif_adapter.methods import answer_reads
 from semif_adapter.question import Answer
-from semif_adapter.service import EXACTNESS_PROBES
 from semif_adapter.settings import load_settings
 
 STATE = "Customer writes: I was charged twice for my subscription this month and need a refund."
@@ -70,25 +69,20 @@ def alone_sums(engine: Engine, question) -> dict[str, float]:
     return sums
 
 
-def probe_tokens(engine: Engine) -> list[int]:
-    return [t for state in EXACTNESS_PROBES
-            for t in engine.tokenizer.tokens(engine.letters.plan(request_of(state, QUESTIONS[0]))).joined()]
-
-
 @pytest.mark.parametrize("mixed", [False, True], ids=["calls-apart", "one-call-where-it-fits"])
 @pytest.mark.parametrize("options", sorted(OPTION_SETS))
 def test_each_answer_scores_what_it_scores_alone(runtime, options, mixed):
     engine = Engine(runtime, 0)
     try:
         if mixed:
-            assert engine.engine.enable_mixed_windows(probe_tokens(engine)) == []
+            assert engine.engine.enable_mixed_windows(engine.probe_tokens()) == []
         question = replace(request_of(STATE, "Which queue should this ticket go to?", method="likelihood"),
                            answers=answers_of(OPTION_SETS[options]))
         together, _, _, effort = engine.likelihood.answers(question, engine.work)
         reference = alone_sums(engine, question)
         assert [reference[answer.id] for answer in question.answers] == pytest.approx(together.tolist(), abs=1e-9)
-        answer_tokens = sum(len(engine.tokenizer.tokens(engine.likelihood.plan(question)).branches[i]) - 1
-                            for i in range(len(question.answers)))
+        planned = engine.tokenizer.tokens(engine.likelihood.plan(question))
+        answer_tokens = sum(len(branch) - 1 for branch in planned.branches)
         if options != "teams":  # shared openings are evaluated once
             assert effort.evaluated_tokens < effort.read_tokens - effort.prefix_tokens
             assert effort.output_rows < answer_tokens + 1
@@ -104,7 +98,7 @@ def test_the_start_up_probe_keeps_calls_apart_where_rows_of_several_sequences_mo
                                                                  "SM_LLAMA_CPP_FLASH_ATTN": "off"}))
     engine = Engine(runtime, 0)
     try:
-        problems = engine.engine.enable_mixed_windows(probe_tokens(engine))
+        problems = engine.engine.enable_mixed_windows(engine.probe_tokens())
         assert problems and all("rows moved beside others" in problem for problem in problems)
         assert engine.engine.mixed is False
         texts = [" ".join(random.Random(seed).choices(WORDS, k=5)) for seed in range(6)]

@@ -48,10 +48,13 @@ class Engine:
         self.likelihood = Likelihood(runtime.chat_frame(None, ANSWERS_SYSTEM_TEXT))
         self.methods = {"letters": self.letters, "likelihood": self.likelihood, "pmi": Pmi(self.likelihood)}
 
-    def enable_partial_reuse(self) -> list[str]:
+    def probe_tokens(self) -> list[int]:
+        """The start-up probes' tokens, as the service builds them (letters prompts about EXACTNESS_PROBES)."""
         probes = [request_of(state, QUESTIONS[0]) for state in EXACTNESS_PROBES]
-        return self.engine.enable_partial_reuse([t for r in probes
-                                                 for t in self.tokenizer.tokens(self.letters.plan(r)).joined()])
+        return [t for r in probes for t in self.tokenizer.tokens(self.letters.plan(r)).joined()]
+
+    def enable_partial_reuse(self) -> list[str]:
+        return self.engine.enable_partial_reuse(self.probe_tokens())
 
     def score(self, method: str, state: object, question: str, options: list[dict] = OPTIONS) -> tuple:
         raw = self.methods[method].score(request_of(state, question, options, method), self.work)
