@@ -1,4 +1,5 @@
-"""What the engine reads at a position (`Row`) and which positions a scoring method asks it to read (`Reads`)."""
+"""What the engine reads at a position (`Row`), which positions a scoring method asks it to read (`Reads`), and
+the runs of tokens it decodes them in (`Piece`)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,19 @@ class Reads:
 
     common: tuple[int, ...] | None
     branches: tuple[Mapping[int, Sequence[int]], ...]  # per branch: token index -> token ids to read there
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of tokens decoded in order, all of them in the same sequence(s)."""
+
+    seq: int | tuple[int, ...]  # the sequence(s) its tokens belong to: the common part belongs to every branch's
+    start: int  # position of the first token
+    tokens: Sequence[int]
+    reads: Mapping[int, Sequence[int]]  # index in tokens -> ids
+    tag: int  # which trie node (-1: the common part)
+    release: int = 0  # the branches' first position: `done`'s cells from there on go once the last token is decoded
+    done: tuple[int, ...] = ()  # the sequences whose last decoded token is this piece's last
+
+    def sequences(self) -> tuple[int, ...]:
+        return self.seq if isinstance(self.seq, tuple) else (self.seq,)

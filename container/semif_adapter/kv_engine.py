@@ -2,19 +2,18 @@
 
 Sequence 0 of the KV cache holds a prefix (head, state) in cells [0, n): either still there from the previous
 request, restored from the host-memory `PrefixCache`, or evaluated now (and saved there by `settle`, which the
-service calls once the answer is handed back); a new state that
-opens like the held one, or like a saved one, keeps that opening where `partial_reuse` shows it to be exact. The rest is
-evaluated fresh on every request, always at the same boundaries, in the plan's fixed order: the common part (the
-criterion...) and the branches, one sequence id each. The prefix's cells are given to every branch's sequence
-(`llama_memory_seq_cp`); the common part's tokens belong to all of them, and an opening several branches share to
-each of those (a token may carry several sequence ids: `branch_trie`), so each is computed once. Rows of several
-sequences in one llama_decode disturb each other in this llama.cpp (docs/quality.md, "Answers side by side"), so
-pieces of several sequences share a call only where the whole suffix fits one call under flash attention's tile
-and the start-up probe (`enable_mixed_windows`) finds that exact; otherwise each piece is a call of its own. Either
-way a branch's numbers are the ones it gets decoded alone. llama.cpp's CPU kernels also round differently with
-the batch's packing, so fixed boundaries and a fixed order are what make a decision's numbers independent of the
-cache and of what else was asked before. After every request, errors included, the cache holds only sequence 0's
-prefix in cells [0, n).
+service calls once the answer is handed back); a new state that opens like the held one, or like a saved one, keeps
+that opening where `partial_reuse` shows it to be exact. The rest is evaluated fresh on every request, always at the
+same boundaries, in the plan's fixed order: the common part (the criterion...) and the branches, one sequence id
+each. The prefix's cells are given to every branch's sequence (`llama_memory_seq_cp`); the common part's tokens
+belong to all of them, and an opening several branches share to each of those (a token may carry several sequence
+ids: `branch_trie`), so each is computed once. Rows of several sequences in one llama_decode disturb each other in
+this llama.cpp (docs/quality.md, "Answers side by side"), so pieces of several sequences share calls only under
+flash attention's tile, cut where `suffix_windows` finds it safe, and only if the start-up probe
+(`enable_mixed_windows`) finds that exact; otherwise each piece is a call of its own. Either way a branch's numbers
+never depend on the branches beside it. llama.cpp's CPU kernels also round differently with the batch's packing, so
+fixed boundaries and a fixed order are what make a decision's numbers independent of the cache and of what else was
+asked before. After every request, errors included, the cache holds only sequence 0's prefix in cells [0, n).
 """
 
 from __future__ import annotations
@@ -32,15 +31,15 @@ import numpy as np
 
 from .branch_trie import Node, branch_trie, member_rows
 from .core_share import CoreShare
-from .engine_rows import Reads, Row
+from .engine_rows import Piece, Reads, Row
 from .errors import PromptTooLongError
-from .llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
-from .partial_reuse import TILE, ReuseRule, TokenIds, verify_on
+from .llama_runtime import MAX_BRANCHES, PAD_SEQ, LlamaContext, LlamaRuntime
+from .partial_reuse import ReuseRule, TokenIds, verify_on
 from .prefix_cache import PrefixCache, SavedPrefix, token_bytes
+from .suffix_windows import safe_windows
 from .tokens import PlanTokens
 
 DECODE_ABORTED = 2  # llama_decode's return value when the abort callback said stop
-SUFFIX_WINDOW = TILE - 1  # the most tokens of several sequences one call may hold: flash attention row by row
 PROBE_PREFIX, PROBE_COMMON, PROBE_BRANCH, PROBE_SHARED = 40, 3, 20, 6  # enable_mixed_windows: 57 tokens, one call
 
 
@@ -61,17 +60,6 @@ class EngineResult:
     cache_source: str  # where they came from: "kv" (still in the KV cache), "host" (restored), "none"
     restore_ms: float
     forward_ms: float
-
-
-@dataclass(frozen=True)
-class _Piece:
-    seq: int | tuple[int, ...]  # the sequence(s) its tokens belong to: the common part belongs to every branch's
-    start: int  # position of the first token
-    tokens: Sequence[int]
-    reads: Mapping[int, Sequence[int]]  # index in tokens -> ids
-    tag: int  # which trie node (-1: the common part)
-    release: int = 0  # the branches' first position: `done`'s cells from there on go once the last token is decoded
-    done: tuple[int, ...] = ()  # the sequences whose last decoded token is this piece's last
 
 
 def decoded_length(tokens: Sequence[int], reads: Mapping[int, Sequence[int]]) -> int:
@@ -95,7 +83,7 @@ class DecisionEngine:
         self.reuse = ReuseRule(runtime.n_ubatch, enabled=False)
         self.mixed = False  # whether a suffix of one window is one call (`enable_mixed_windows`)
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
-        self._batch = llama_cpp.llama_batch_init(runtime.n_batch, 0, MAX_BRANCHES)
+        self._batch = llama_cpp.llama_batch_init(max(runtime.n_batch, 2), 0, MAX_BRANCHES)
 
     # -- public ------------------------------------------------------------------------------------
     def evaluate(self, planned: PlanTokens, reads: Reads) -> EngineResult:
@@ -179,7 +167,7 @@ class DecisionEngine:
         together = member_rows(nodes, self._probe_decode(prefix, len(branches), pieces), reads, start)
         problems = []
         for k, branch in enumerate(branches):
-            alone = self._probe_decode(prefix, 1, [_Piece(0, PROBE_PREFIX, [*common, *branch],
+            alone = self._probe_decode(prefix, 1, [Piece(0, PROBE_PREFIX, [*common, *branch],
                                                           {PROBE_COMMON + i: ids for i in range(PROBE_BRANCH)}, 0)])
             moved = [abs(together[k][pos - start].log_normalizer - row.log_normalizer)
                      for pos, row in alone[0].items()
@@ -191,12 +179,12 @@ class DecisionEngine:
         self.mixed = not problems
         return problems
 
-    def _probe_decode(self, prefix: Sequence[int], sequences: int, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
+    def _probe_decode(self, prefix: Sequence[int], sequences: int, pieces: list[Piece]) -> dict[int, dict[int, Row]]:
         """`pieces` in one call after `prefix`, which every sequence holds, on an otherwise empty cache."""
         self._forget()
         try:
             with self._working():
-                self._decode([_Piece(0, 0, prefix, {}, -1)])
+                self._decode([Piece(0, 0, prefix, {}, -1)])
                 for seq in range(1, sequences):
                     llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
                 return self._decode(pieces)
@@ -211,7 +199,7 @@ class DecisionEngine:
             with self._working():
                 for start, end in itertools.pairwise(bounds):
                     last = {end - start - 1: everything} if end == len(tokens) else {}
-                    found = self._decode([_Piece(0, start, tokens[start:end], last, -1)])
+                    found = self._decode([Piece(0, start, tokens[start:end], last, -1)])
             return found[-1][len(tokens) - 1].values
         finally:
             self._forget()
@@ -254,7 +242,7 @@ class DecisionEngine:
             source, restore_ms = "host", (time.perf_counter() - started) * 1000
         else:  # a head never seen: once per scoring method and process (warm-up)
             self._forget()
-            self._decode([_Piece(0, 0, head_tokens, {}, -1)])
+            self._decode([Piece(0, 0, head_tokens, {}, -1)])
             self._live = ((head_text, head_tokens),)
             self._save(head_key, len(head_tokens), pinned=True)
             self._decode_state(planned, 0)
@@ -282,7 +270,7 @@ class DecisionEngine:
         (_, head_tokens), (state_text, state_tokens) = planned.chunks
         cuts = self.reuse.cuts(kept, len(state_tokens)) if kept else (0,)
         for start, end in itertools.pairwise((*cuts, len(state_tokens))):
-            self._decode([_Piece(0, len(head_tokens) + start, state_tokens[start:end], {}, -1)])
+            self._decode([Piece(0, len(head_tokens) + start, state_tokens[start:end], {}, -1)])
         self._live = (self._live[0], (state_text, state_tokens))
         self._unsaved = (planned.key, planned.prefix, state_tokens)
 
@@ -333,7 +321,7 @@ class DecisionEngine:
         if len(planned.branches) == 1:  # one decode: the common part and the branch together
             merged = {**common_reads, **{len(common) + i: ids for i, ids in reads.branches[0].items()}}
             tokens = [*common, *planned.branches[0][:lengths[0]]]
-            rows = self._decode([_Piece(0, common_start, tokens, merged, 0)], last=True).get(0, {})
+            rows = self._decode([Piece(0, common_start, tokens, merged, 0)], last=True).get(0, {})
             branch = {pos - branch_start: row for pos, row in rows.items() if pos >= branch_start}
             return rows.get(last_common), (branch,)
         for seq in range(1, len(planned.branches)):  # the prefix's cells belong to every branch
@@ -344,11 +332,11 @@ class DecisionEngine:
 
     @staticmethod
     def _branch_pieces(start: int, common: Sequence[int], common_reads: Mapping[int, Sequence[int]], branches: int,
-                       nodes: Sequence[Node]) -> list[_Piece]:
+                       nodes: Sequence[Node]) -> list[Piece]:
         """The common part (its tokens belong to every branch: decoded once) and the trie's nodes, in order."""
         branch_start = start + len(common)
-        pieces = [_Piece(tuple(range(branches)), start, common, common_reads, -1)] if common else []
-        return pieces + [_Piece(node.members if len(node.members) > 1 else node.members[0], branch_start + node.depth,
+        pieces = [Piece(tuple(range(branches)), start, common, common_reads, -1)] if common else []
+        return pieces + [Piece(node.members if len(node.members) > 1 else node.members[0], branch_start + node.depth,
                                 node.tokens, node.reads, tag, release=branch_start, done=node.done)
                          for tag, node in enumerate(nodes)]
 
@@ -358,16 +346,17 @@ class DecisionEngine:
         llama_cpp.llama_memory_seq_rm(self.context.memory, 0, self._live_tokens(), -1)
 
     # -- decoding --------------------------------------------------------------------------------------
-    def _decode_packed(self, pieces: list[_Piece]) -> dict[int, dict[int, Row]]:
-        """Pieces in their fixed order: in one call where they fit one window and `mixed` allows it, else each
+    def _decode_packed(self, pieces: list[Piece]) -> dict[int, dict[int, Row]]:
+        """Pieces in their fixed order: where `mixed` allows it, several pieces to a call of under flash attention's
+        tile, cut where no branch's later tokens can land below its earlier ones (`suffix_windows`); else each
         piece in calls of its own (`_decode` splits a long one at the ubatch)."""
-        if self.mixed and sum(len(piece.tokens) for piece in pieces) <= min(SUFFIX_WINDOW, self.runtime.n_ubatch):
-            return self._decode(pieces, last=True)
-        found: dict[int, dict[int, Row]] = {}
+        if self.mixed:
+            return self._decode(pieces, last=True, windows=safe_windows(pieces, self.runtime.n_ubatch))
+        found_rows: dict[int, dict[int, Row]] = {}
         for index, piece in enumerate(pieces):
             for tag, rows in self._decode([piece], last=index == len(pieces) - 1).items():
-                found.setdefault(tag, {}).update(rows)
-        return found
+                found_rows.setdefault(tag, {}).update(rows)
+        return found_rows
 
     def _windows(self, count: int) -> list[tuple[int, int]]:
         """The ubatches llama.cpp would make of `count` tokens sent in batch-sized calls, as calls of their own:
@@ -377,7 +366,8 @@ class DecisionEngine:
         return [(start, min(start + ubatch, call + batch, count))
                 for call in range(0, count, batch) for start in range(call, min(call + batch, count), ubatch)]
 
-    def _decode(self, pieces: list[_Piece], *, last: bool = False) -> dict[int, dict[int, Row]]:
+    def _decode(self, pieces: list[Piece], *, last: bool = False,
+                windows: list[tuple[int, int]] | None = None) -> dict[int, dict[int, Row]]:
         """llama_decode per ubatch of each batch-sized window; reads each call's requested rows right after it runs.
 
         Returns rows by piece tag, keyed by the token's absolute position (a piece split over calls keeps them).
@@ -386,13 +376,13 @@ class DecisionEngine:
         batch = self._batch
         flat = [(p, i) for p in pieces for i in range(len(p.tokens))]
         found: dict[int, dict[int, Row]] = {}
-        windows = self._windows(len(flat))
+        windows = windows or self._windows(len(flat))
         for start, end in windows:
             window = flat[start:end]
             for index, (piece, i) in enumerate(window):
                 batch.token[index] = piece.tokens[i]
                 batch.pos[index] = piece.start + i
-                seqs = piece.seq if isinstance(piece.seq, tuple) else (piece.seq,)
+                seqs = piece.sequences()
                 batch.n_seq_id[index] = len(seqs)
                 for slot, seq in enumerate(seqs):
                     batch.seq_id[index][slot] = seq
@@ -410,7 +400,7 @@ class DecisionEngine:
                     self._release(piece)
         return found
 
-    def _release(self, piece: _Piece) -> None:
+    def _release(self, piece: Piece) -> None:
         """Drop the decoded branches' own cells (a cell that other branches still share stays theirs): every later
         call's attention reads every cell in use, so 255 answers' branches kept side by side would cost more than
         the answers themselves. Where the next tokens land then follows from the plan alone (the same frees in the
@@ -423,12 +413,24 @@ class DecisionEngine:
         return self.cores.working() if self.cores else contextlib.nullcontext()
 
     def _run(self, batch: llama_cpp.llama_batch, *, last: bool = False) -> int:
-        """One llama_decode, on the threads the core share grants it (the context's own without one)."""
-        if self.cores is None:
-            return int(llama_cpp.llama_decode(self.context.context, batch))
-        with self.cores.threads(last=last) as threads:
-            self.context.use_threads(threads)
-            return int(llama_cpp.llama_decode(self.context.context, batch))
+        """One llama_decode, on the threads the core share grants it (the context's own without one). A lone token
+        gets a pad row (a copy in a sequence of its own, dropped after): flash attention computes a call's only row
+        over 512+ cells in per-thread chunks, its numbers follow the thread count and differ from any longer call's."""
+        lone = batch.n_tokens == 1
+        if lone:
+            batch.token[1], batch.pos[1], batch.n_seq_id[1], batch.logits[1] = batch.token[0], batch.pos[0], 1, False
+            batch.seq_id[1][0] = PAD_SEQ
+            batch.n_tokens = 2
+        try:
+            if self.cores is None:
+                return int(llama_cpp.llama_decode(self.context.context, batch))
+            with self.cores.threads(last=last) as threads:
+                self.context.use_threads(threads)
+                return int(llama_cpp.llama_decode(self.context.context, batch))
+        finally:
+            if lone:
+                batch.n_tokens = 1
+                llama_cpp.llama_memory_seq_rm(self.context.memory, PAD_SEQ, -1, -1)
 
     def _read(self, batch_index: int, ids: Sequence[int]) -> Row:
         row = self.context.logits_row(batch_index)

@@ -23,6 +23,7 @@ from .settings import DEFAULT_MAX_CONTEXT, Settings
 
 LOG = logging.getLogger("semif_adapter")
 MAX_BRANCHES = 255  # one sequence per scored branch: System One's 255 options (letters: 16 at most)
+PAD_SEQ = MAX_BRANCHES  # the sequence of the pad row a lone token's call gets (`DecisionEngine._run`)
 DEFAULT_UBATCH = 512
 MIN_DEFAULT_UBATCH = 64  # flash attention's tiled kernel (GGML_FA_TILE_Q): partial_reuse's rules assume it
 LOGITS_BUDGET_BYTES = 128 << 20  # one ubatch's float logits, per context
@@ -172,7 +173,7 @@ class LlamaRuntime:
         params.n_ctx = settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
         params.n_batch = settings.batch_size
         params.n_ubatch = settings.ubatch_size or default_ubatch(self.vocab_size, settings.batch_size)
-        params.n_seq_max = MAX_BRANCHES
+        params.n_seq_max = MAX_BRANCHES + 1  # and the pad row's
         params.kv_unified = True  # branches share the prefix cells instead of copying them
         params.n_threads = settings.threads
         params.n_threads_batch = settings.threads_batch
