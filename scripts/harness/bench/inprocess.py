@@ -58,9 +58,10 @@ class Decoder:
         return self.decode_items([(token, start + i, (seq,), last and i == len(tokens) - 1)
                                   for seq, start, tokens, last in pieces for i, token in enumerate(tokens)])
 
-    def decode_items(self, items: Sequence[tuple[int, int, tuple[int, ...], bool]]) -> float:
-        """(token, position, sequences, logits) items, in windows of the batch size; seconds in llama_decode."""
-        batch, limit, spent = self._batch, self.runtime.n_batch, 0.0
+    def decode_items(self, items: Sequence[tuple[int, int, tuple[int, ...], bool]], window: int | None = None) -> float:
+        """(token, position, sequences, logits) items, in windows of the batch size (or `window`); seconds in
+        llama_decode."""
+        batch, limit, spent = self._batch, min(window or self.runtime.n_batch, self.runtime.n_batch), 0.0
         for offset in range(0, len(items), limit):
             window = items[offset:offset + limit]
             for index, (token, position, sequences, logits) in enumerate(window):

@@ -14,12 +14,15 @@ per answer the prompt it read (`semif.input_tokens`) and, in its shared mode, th
 (`semif.timing.prefix_tokens`): one piece, the prefix shared, one branch per question. A server that says neither
 gets one piece of `usage.input_tokens` in one sequence (what it read, an upper bound on what it computed).
 
-The floor decodes each piece as cheaply as llama.cpp decodes it: the shared tokens and the first group of branches in
-one `llama_decode` call (a shared token belongs to every branch's sequence: llama.cpp computes it once), then, when
-the branches are many, further groups of about one ubatch each, every group's sequences dropped before the next
-(attention reads every cell in use, so 255 answers' branches kept side by side would cost more than the answers
-themselves). A question of up to a few hundred tokens is one call. On a context of the adapter's geometry (its
-runtime and settings, in this process), the cached prefix decoded before the clock, the clock on the native calls.
+The floor decodes each piece as cheaply as llama.cpp decodes it exactly: the shared tokens in calls of the batch size
+(a shared token belongs to every branch's sequence: llama.cpp computes it once), then the branches in calls of at
+most 63 tokens (`SUFFIX_WINDOW`: rows of several sequences in one call of 64 or more are computed by flash
+attention's tiled kernel, which makes them disturb each other in this llama.cpp, docs/quality.md "Answers side by
+side"; the same tokens in calls of 512 are 10-17% faster, `python -m scripts.harness.bench.exact_calls`), in groups
+of about one ubatch, every group's sequences dropped before the next (attention reads every cell in use, so 255
+answers' branches kept side by side would cost more than the answers themselves). On a context of the adapter's
+geometry (its runtime and settings, in this process), the cached prefix decoded before the clock, the clock on the
+native calls.
 Decoding time follows how many tokens there are and where they sit, not which ones: the tokens are the request's
 own words.
 """
@@ -35,6 +38,7 @@ import llama_cpp
 
 from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
 from semif_adapter.settings import load_settings
+from semif_adapter.suffix_windows import SUFFIX_WINDOW
 
 from .inprocess import Decoder
 
@@ -166,7 +170,7 @@ class RawFloor:
 
     def _piece_ms(self, piece: Piece, words: list[int]) -> float:
         """The cached prefix in sequence 0 (before the clock); then the shared tokens, in sequence 0 and in every
-        sequence of the first group, with that group's branches in one call; each group's sequences start as a copy
+        sequence of the first group, and that group's branches after them; each group's sequences start as a copy
         of sequence 0 (a metadata operation) and are removed once decoded."""
         memory = self.runtime.memory
         llama_cpp.llama_memory_clear(memory, False)
@@ -180,12 +184,14 @@ class RawFloor:
             for sequence in sequences:  # the tokens sequence 0 holds so far, the cached prefix or all before
                 llama_cpp.llama_memory_seq_cp(memory, 0, sequence, -1, -1)
             first_row = end - piece.shared_rows() if group else end - max(1, piece.shared_rows())
-            items = [(next(ids), position, (0, *sequences), position >= first_row)
-                     for position in range(piece.cached, end)] if index == 0 else []
+            shared = [(next(ids), position, (0, *sequences), position >= first_row)
+                      for position in range(piece.cached, end)] if index == 0 else []
+            answers = []
             for sequence, length in zip(sequences, group, strict=True):
                 read = next(rows)
-                items += [(next(ids), end + offset, (sequence,), offset >= length - read) for offset in range(length)]
-            spent += self._decoder.decode_items(items) if items else 0.0
+                answers += [(next(ids), end + offset, (sequence,), offset >= length - read) for offset in range(length)]
+            spent += self._decoder.decode_items(shared) if shared else 0.0
+            spent += self._decoder.decode_items(answers, SUFFIX_WINDOW) if answers else 0.0
             for sequence in sequences:
                 llama_cpp.llama_memory_seq_rm(memory, sequence, -1, -1)
         return spent * 1000
