@@ -81,7 +81,7 @@ class DecisionEngine:
         self._unsaved: tuple[tuple[str, ...], int, Sequence[int]] | None = None  # (key, tokens, state): see settle
         self._claim = contextlib.ExitStack()  # other workers wait on the unsaved prefix until it is saved
         self.reuse = ReuseRule(runtime.n_ubatch, enabled=False)
-        self.mixed = False  # whether a suffix of one window is one call (`enable_mixed_windows`)
+        self.mixed = False  # whether pieces of several sequences may share calls (`enable_mixed_windows`)
         self._scratch = np.empty(runtime.vocab_size, dtype=np.float32)
         self._batch = llama_cpp.llama_batch_init(max(runtime.n_batch, 2), 0, MAX_BRANCHES)
 
@@ -150,9 +150,9 @@ class DecisionEngine:
         return problems
 
     def enable_mixed_windows(self, probe_tokens: Sequence[int]) -> list[str]:
-        """Start-up: let a suffix of one window be one call if each branch's rows there are, bit for bit, the ones
-        it gets decoded alone (a common part and three branches, two of them sharing an opening). Returns why not
-        (empty: on). Clears the KV cache."""
+        """Start-up: let pieces of several sequences share calls under the tile if each branch's rows in one such
+        call are, bit for bit, the ones it gets decoded alone (a common part and three branches, two of them sharing
+        an opening). Returns why not (empty: on). Clears the KV cache."""
         needed = PROBE_PREFIX + PROBE_COMMON + 3 * PROBE_BRANCH
         if len(probe_tokens) < needed:
             return [f"{len(probe_tokens)} probe tokens, {needed} needed"]

@@ -15,8 +15,8 @@ import pytest
 from support.engines import Engine, request_of
 
 from semif_adapter.branch_trie import Node, branch_trie
-from semif_adapter.engine_rows import Piece
 from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine_rows import Piece
 from semif_adapter.llama_runtime import LlamaRuntime
 from semif_adapter.methods import answer_reads
 from semif_adapter.question import Answer
@@ -86,7 +86,7 @@ def alone_sums(engine: Engine, question) -> dict[str, float]:
     return sums
 
 
-@pytest.mark.parametrize("mixed", [False, True], ids=["calls-apart", "one-call-where-it-fits"])
+@pytest.mark.parametrize("mixed", [False, True], ids=["calls-apart", "calls-shared"])
 @pytest.mark.parametrize("options", sorted(OPTION_SETS))
 def test_each_answer_scores_what_it_scores_alone(runtime, options, mixed):
     engine = Engine(runtime, 0)

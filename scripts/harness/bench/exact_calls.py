@@ -1,6 +1,7 @@
 """What exactness costs in raw llama.cpp: N answer tokens after a prompt, one sequence, every row's logits read,
-decoded in calls of the batch size (512: flash attention's tiled kernel, which makes rows of several sequences
-disturb each other in this llama.cpp) or of at most 63 tokens (`SUFFIX_WINDOW`, row by row: exact), taking turns.
+decoded in calls of the batch size (computed in ubatches of 512 rows by flash attention's tiled kernel, which makes
+rows of several sequences disturb each other in this llama.cpp) or of at most 63 tokens (`SUFFIX_WINDOW`, row by
+row: exact), taking turns.
 
     .venv/bin/python -m scripts.harness.bench.exact_calls [--tokens 64 278 442] [--repeats 4]
 """
