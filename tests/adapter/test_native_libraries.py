@@ -40,3 +40,13 @@ def test_one_mapped_copy_of_each_library_in_the_wheel_layout(tmp_path: Path) -> 
     assert copies["libllama"] == 1 and copies["libggml-base"] == 1
     assert copies["libggml"] == 1, f"ggml mapped {copies['libggml']} times: {copies}"
     assert "libggml-cuda" not in copies, "a library the bindings do not link was loaded"
+
+
+def test_ggml_runs_its_own_thread_pool_not_openmp() -> None:
+    """With OpenMP each thread that ever decoded keeps a libgomp pool, and past one pool per CPU every call pays
+    throttled wake-ups (docs/benchmarks.md): the adapter decodes on several threads, so the build must not use it."""
+    features = llama_cpp.llama_print_system_info().decode()
+    assert "AVX2 = 1" in features, features  # the report is the CPU backend's, and it was read
+    assert "OPENMP" not in features, features
+    mapped = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines() if ".so" in line}
+    assert not [path for path in mapped if "libgomp" in path], "libgomp is mapped into the process"

@@ -145,12 +145,14 @@ def test_the_cuda_build_keeps_the_portable_cpu_flags(tmp_path: Path) -> None:
     flags = dockerfile_cmake_args(build_args_for(ImageBuild(), "gpu", ["ml.g5.xlarge"]), tmp_path)
     assert "-DGGML_NATIVE=OFF" in flags and "-DGGML_AVX2=ON" in flags, "no -march=native CPU backend"
     assert "-DGGML_CUDA=ON" in flags and "-DCMAKE_CUDA_ARCHITECTURES=86" in flags
+    assert "-DGGML_OPENMP=OFF" in flags, "the CPU backend's threads must be ggml's own pool"
     assert flags[-1] == "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags"
 
 
 def test_the_cpu_build_has_the_portable_flags_only(tmp_path: Path) -> None:
     flags = dockerfile_cmake_args(build_args_for(ImageBuild(), "cpu", ["ml.m5.large"]), tmp_path)
     assert flags[0] == "-DGGML_NATIVE=OFF" and not any("CUDA" in flag for flag in flags)
+    assert "-DGGML_OPENMP=OFF" in flags
 
 
 def test_dockerfile_needs_no_frontend_from_docker_hub() -> None:

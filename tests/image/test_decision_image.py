@@ -103,6 +103,11 @@ def test_bindings_are_built_with_the_portable_cpu_flags(decision_image: BuiltIma
     result = run_in_image(decision_image, "/bin/cat", "/opt/semif/llama-cmake-args")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[:2] == ["-DGGML_NATIVE=OFF", "-DGGML_AVX2=ON"], result.stdout
+    assert "-DGGML_OPENMP=OFF" in result.stdout.split(), result.stdout  # ggml's own thread pool, as in the tests
+    features = run_in_image(decision_image, "/opt/semif/bin/python", "-c",
+                            "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())")
+    assert features.returncode == 0 and "AVX2 = 1" in features.stdout, features
+    assert "OPENMP" not in features.stdout, features.stdout
 
 
 def _normalized(requirement: str) -> str:

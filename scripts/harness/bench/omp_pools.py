@@ -1,8 +1,9 @@
 """What a second decoding thread costs every llama_decode in this process: the same call (by default 16 tokens
 after 330 cached, one logits row, the adapter's geometry) timed on one worker thread alone, then again once another
-live thread has decoded too (each thread that calls llama_decode keeps an OpenMP thread pool; with more pool threads
-than CPUs libgomp throttles its spin-waits). The adapter decodes on worker threads and runs its start-up probes on
-the main thread, so it is always in the second case.
+live thread has decoded too. The adapter decodes on several threads (start-up probes, then each worker). With a
+llama.cpp built with OpenMP each of those threads keeps a libgomp pool, and with more pool threads than CPUs libgomp
+throttles its spin-waits: ~16 ms more per call (measured 61.5 -> 79.4 ms). The project builds ggml's own thread pool
+(-DGGML_OPENMP=OFF), which this bench shows costs nothing; point LLAMA_CPP_LIB_PATH at an OpenMP build to compare.
 
     .venv/bin/python -m scripts.harness.bench.omp_pools [--tokens 16] [--repeats 6]
 """

@@ -5,8 +5,9 @@ The machine is shared and its load drifts by the minute; measuring one system
 for minutes and then the next would compare load levels as much as systems.
 Here all of them are up at once (idle servers use no CPU) and, request by
 request, each system answers the same decision in a rotating order, with a
-short pause between turns so the previous system's OpenMP threads have stopped
-spinning. Ratios are then taken between measurements seconds apart.
+short pause between turns so the previous system's threads have stopped
+spinning (a peer's llama.cpp built with OpenMP spins a few ms after each call).
+Ratios are then taken between measurements seconds apart.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .http_runs import Outcome
 from .inprocess import Model, SerialPrefix, floor_ms, kept_opening, reference_ms, shared_opening
 from .workload import Spec
 
-SETTLE_S = 0.05  # libgomp spins a few ms after a parallel region before it sleeps
+SETTLE_S = 0.05  # libgomp (a peer's OpenMP build) spins a few ms after a parallel region before it sleeps
 ANSWER_SAMPLES = 4
 
 
