@@ -63,7 +63,9 @@ and the figures above apply to it (accuracy: the most probable answer is the gol
 yes; score: the most probable level); besides them:
   noul              yes_rate (share of answers p(yes) >= 0.5), gold_yes_share, and the mean p(yes) on the
                     questions whose gold is yes (p_yes|yes) and no (p_yes|no): a method biased to yes has a
-                    yes_rate far above gold_yes_share and close means; brier sums over both answers, 2(p - y)^2
+                    yes_rate far above gold_yes_share and close means; brier sums over both answers, 2(p - y)^2;
+                    auc: the chance that a gold-yes question gets a higher p(yes) than a gold-no one (0.5: no
+                    signal, which no calibration can add), auc_in_q: the same within each question, averaged
   score             mae: mean |score - gold level|, score being the answer's expected level sum i * p_i
   per_question      accuracy per "kind/question id"
 calibration of System One questions (`semif calibrate`): per type and method, on the raw x_option_logits of

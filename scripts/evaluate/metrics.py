@@ -87,6 +87,15 @@ def order_flip_rate(scored: Sequence[Scored]) -> float | None:
     return sum(given != reversed_ for given, reversed_ in pairs) / len(pairs)
 
 
+def separation(positives: Sequence[float], negatives: Sequence[float]) -> float | None:
+    """The chance that a positive case scores above a negative one (ties count half): the area under the ROC curve.
+    Any increasing rescaling of the scores keeps it, so it is the signal that no calibration can add or remove."""
+    if not positives or not negatives:
+        return None
+    above = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return above / (len(positives) * len(negatives))
+
+
 def p50(samples: Sequence[float]) -> float | None:
     return summarize(samples).get("p50") if samples else None
 

@@ -102,7 +102,8 @@ TYPE_COLUMNS = {
     "choice": (*SHARED_COLUMNS, CHANCE_COLUMN, *CALIBRATION_COLUMNS),
     "noul": (*SHARED_COLUMNS, *CALIBRATION_COLUMNS, ("yes_rate", "yes_rate", "{:.3f}"),
              ("gold_yes_share", "gold_yes", "{:.3f}"), ("mean_p_yes_gold_yes", "p_yes|yes", "{:.3f}"),
-             ("mean_p_yes_gold_no", "p_yes|no", "{:.3f}")),
+             ("mean_p_yes_gold_no", "p_yes|no", "{:.3f}"), ("auc", "auc", "{:.3f}"),
+             ("auc_within_question", "auc_in_q", "{:.3f}")),
     "score": (*SHARED_COLUMNS, CHANCE_COLUMN, ("mae", "mae", "{:.3f}"), *CALIBRATION_COLUMNS),
 }
 

@@ -3,8 +3,9 @@
 Every question is a row of probabilities over its answers (choice: the options as listed; noul: yes, no; score:
 the levels, lowest first) with the index of the gold answer, so accuracy, ECE, Brier, log-loss and the reliability
 table are the SemIf figures' own functions (`metrics`). On top of them: for noul, what shows a yes-bias (the
-share of yes answers, and the mean p(yes) when the truth is yes and when it is no); for score, the mean absolute
-error of the expected level (`score`) against the gold level.
+share of yes answers, and the mean p(yes) when the truth is yes and when it is no) and whether p(yes) separates yes
+from no at all (AUC over all nouls, and within each question); for score, the mean absolute error of the expected
+level (`score`) against the gold level.
 """
 
 from __future__ import annotations
@@ -24,12 +25,28 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _separation_within_questions(asked: Sequence[Asked]) -> float | None:
+    """The AUC of each question (kind/id) that has both answers in the gold, averaged weighted by its count: what a
+    per-question prior (a shift of p(yes) by question) cannot explain."""
+    groups: dict[str, tuple[list[float], list[float]]] = {}
+    for case, question, answer in asked:
+        yes, no = groups.setdefault(f"{case.kind}/{question.id}", ([], []))
+        (yes if question.gold == 0 else no).append(answer.probabilities[0])
+    weighted = [(auc, len(yes) + len(no)) for yes, no in groups.values()
+                if (auc := metrics.separation(yes, no)) is not None]
+    return sum(auc * n for auc, n in weighted) / sum(n for _, n in weighted) if weighted else None
+
+
 def noul_figures(asked: Sequence[Asked]) -> dict[str, float | None]:
-    """Where a yes-bias shows: a method that says yes whatever the evidence has yes_rate near 1 and the same mean
-    p(yes) on both sides."""
+    """Where a yes-bias shows (a method that says yes whatever the evidence has yes_rate near 1 and the same mean
+    p(yes) on both sides), and whether there is anything to calibrate: an AUC near 0.5 means p(yes) does not
+    separate yes from no, and no temperature or bias can make it."""
     p_yes = [answer.probabilities[0] for _, _, answer in asked]
     gold_yes = [question.gold == 0 for _, question, _ in asked]
-    return {"gold_yes_share": sum(gold_yes) / len(asked),
+    return {"auc": metrics.separation([p for p, yes in zip(p_yes, gold_yes, strict=True) if yes],
+                                      [p for p, yes in zip(p_yes, gold_yes, strict=True) if not yes]),
+            "auc_within_question": _separation_within_questions(asked),
+            "gold_yes_share": sum(gold_yes) / len(asked),
             "yes_rate": sum(p >= 0.5 for p in p_yes) / len(asked),
             "mean_p_yes": _mean(p_yes),
             "mean_p_yes_gold_yes": _mean([p for p, yes in zip(p_yes, gold_yes, strict=True) if yes]),

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from scripts.evaluate import metrics
 from scripts.evaluate.systemone_cases import parse_systemone_case
 from scripts.evaluate.systemone_collect import Answered, check_reply
 from scripts.evaluate.systemone_metrics import systemone_method_figures
@@ -63,6 +64,17 @@ def test_noul_figures_show_the_yes_bias_arithmetic() -> None:
     assert noul["warning_rates"] == {"near_tie": 0.25}
     assert noul["per_kind"] == {"x": {"n": 2, "accuracy": 0.5}, "y": {"n": 2, "accuracy": 0.5}}
     assert noul["per_question"] == {"x/late": {"n": 2, "accuracy": 0.5}, "y/late": {"n": 2, "accuracy": 0.5}}
+    # gold yes 0.9, 0.4 against gold no 0.6, 0.2: three of four pairs ordered right; within each question both are
+    assert noul["auc"] == 0.75 and noul["auc_within_question"] == 1.0
+
+
+def test_separation_counts_ties_half_and_ignores_rescaling() -> None:
+    assert metrics.separation([0.5, 0.7], [0.5, 0.1]) == pytest.approx((0.5 + 1 + 1 + 1) / 4)
+    assert metrics.separation([0.2], [0.8]) == 0.0
+    logits = ([-1.0, 3.0, 0.5], [0.0, -2.0])
+    squashed = [[1 / (1 + math.exp(-v / 7 + 0.3)) for v in side] for side in logits]
+    assert metrics.separation(*logits) == metrics.separation(*squashed) == pytest.approx(5 / 6)
+    assert metrics.separation([], [0.1]) is None
 
 
 def test_score_figures_argmax_and_expected_level() -> None:
