@@ -25,15 +25,28 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _question_label(case: SystemOneCase, question: LabelledQuestion) -> str:
+    """"kind/question id": the unit of the per-question figures."""
+    return f"{case.kind}/{question.id}"
+
+
+def _p_yes_by_gold(asked: Sequence[Asked]) -> tuple[list[float], list[float]]:
+    """p(yes) of the nouls whose gold is yes, and of those whose gold is no."""
+    on_yes: list[float] = []
+    on_no: list[float] = []
+    for _, question, answer in asked:
+        (on_yes if question.gold == 0 else on_no).append(answer.probabilities[0])
+    return on_yes, on_no
+
+
 def _separation_within_questions(asked: Sequence[Asked]) -> float | None:
     """The AUC of each question (kind/id) that has both answers in the gold, averaged weighted by its count: what a
     per-question prior (a shift of p(yes) by question) cannot explain."""
-    groups: dict[str, tuple[list[float], list[float]]] = {}
-    for case, question, answer in asked:
-        yes, no = groups.setdefault(f"{case.kind}/{question.id}", ([], []))
-        (yes if question.gold == 0 else no).append(answer.probabilities[0])
-    weighted = [(auc, len(yes) + len(no)) for yes, no in groups.values()
-                if (auc := metrics.separation(yes, no)) is not None]
+    groups: dict[str, list[Asked]] = {}
+    for one in asked:
+        groups.setdefault(_question_label(one[0], one[1]), []).append(one)
+    weighted = [(auc, len(group)) for group in groups.values()
+                if (auc := metrics.separation(*_p_yes_by_gold(group))) is not None]
     return sum(auc * n for auc, n in weighted) / sum(n for _, n in weighted) if weighted else None
 
 
@@ -42,15 +55,14 @@ def noul_figures(asked: Sequence[Asked]) -> dict[str, float | None]:
     p(yes) on both sides), and whether there is anything to calibrate: an AUC near 0.5 means p(yes) does not
     separate yes from no, and no temperature or bias can make it."""
     p_yes = [answer.probabilities[0] for _, _, answer in asked]
-    gold_yes = [question.gold == 0 for _, question, _ in asked]
-    return {"auc": metrics.separation([p for p, yes in zip(p_yes, gold_yes, strict=True) if yes],
-                                      [p for p, yes in zip(p_yes, gold_yes, strict=True) if not yes]),
+    on_yes, on_no = _p_yes_by_gold(asked)
+    return {"auc": metrics.separation(on_yes, on_no),
             "auc_within_question": _separation_within_questions(asked),
-            "gold_yes_share": sum(gold_yes) / len(asked),
+            "gold_yes_share": len(on_yes) / len(asked),
             "yes_rate": sum(p >= 0.5 for p in p_yes) / len(asked),
             "mean_p_yes": _mean(p_yes),
-            "mean_p_yes_gold_yes": _mean([p for p, yes in zip(p_yes, gold_yes, strict=True) if yes]),
-            "mean_p_yes_gold_no": _mean([p for p, yes in zip(p_yes, gold_yes, strict=True) if not yes])}
+            "mean_p_yes_gold_yes": _mean(on_yes),
+            "mean_p_yes_gold_no": _mean(on_no)}
 
 
 def score_figures(asked: Sequence[Asked]) -> dict[str, float | None]:
@@ -74,7 +86,8 @@ def type_figures(asked: Sequence[Asked]) -> dict[str, Any]:
         "log_loss": metrics.log_loss(rows, gold),
         "mean_confidence": metrics.mean_confidence(rows),
         "per_kind": metrics.accuracy_by(rows, gold, [case.kind for case, _, _ in asked]),
-        "per_question": metrics.accuracy_by(rows, gold, [f"{case.kind}/{question.id}" for case, question, _ in asked]),
+        "per_question": metrics.accuracy_by(rows, gold,
+                                            [_question_label(case, question) for case, question, _ in asked]),
         "warning_rates": {code: count / len(asked) for code, count in sorted(warned.items())},
         "calibration_sha256": calibrations,
         "reliability": metrics.reliability(rows, gold),
