@@ -20,7 +20,7 @@ import pytest
 from scripts.harness.bench.report import _cell
 from scripts.harness.bench.systemone_floor import Layout, Piece, RawFloor, reported_layout
 from scripts.harness.bench.systemone_phases import extra_question_cost
-from scripts.harness.bench.systemone_quality import argmax_accuracy
+from scripts.harness.bench.systemone_quality import argmax_accuracy, summary_lines
 from scripts.harness.bench.systemone_workload import QUESTION_BANK, option_names, options_body, questions_body
 from semif_adapter.embedded_model import embedded_model_path
 
@@ -126,6 +126,31 @@ def test_argmax_accuracy_counts_as_jevbench_does() -> None:
     assert found["n"] == 3  # "unknown" is left out
     assert found["accuracy"] == pytest.approx((1 + 0.5 + 0) / 3)  # a two-way tie earns a half
     assert found["gold_probability"] == pytest.approx((0.7 + 0.5 + 0.2) / 3)
+    by_type = found["by_type"]
+    assert (by_type["choice"]["accuracy"], by_type["noul"]["accuracy"], by_type["score"]["accuracy"]) == (0.5, 1, 0)
+    assert by_type["noul"]["n"] == 1 and by_type["noul"]["gold_yes_rate"] == by_type["noul"]["answered_yes_rate"] == 1
+
+
+def test_argmax_accuracy_says_how_often_noul_answers_yes() -> None:
+    cases = {"c": {"questions": {f"q{i}": {"type": "noul"} for i in range(4)}}}
+    bases = {"c": {"base": {f"q{i}": {"true": 0.9, "false": 0.1} for i in range(4)}}}
+    gold = {"c": {"q0": True, "q1": False, "q2": False, "q3": False}}
+    noul = argmax_accuracy(bases, gold, cases)["by_type"]["noul"]
+    assert (noul["accuracy"], noul["gold_yes_rate"], noul["answered_yes_rate"]) == (0.25, 0.25, 1.0)
+    assert "choice" not in argmax_accuracy(bases, gold, cases)["by_type"]
+    assert argmax_accuracy({}, gold, cases) == {"accuracy": None, "gold_probability": None, "n": 0, "by_type": {}}
+
+
+def test_summary_prints_the_accuracy_per_type() -> None:
+    cases = {"c": {"questions": {"n": {"type": "noul"}, "k": {"type": "choice"}}}}
+    bases = {"c": {"base": {"n": {"true": 0.9, "false": 0.1}, "k": {"x": 0.2, "y": 0.8}}}}
+    bench = {"suite": "mini", "coherence_score": 80.0, "ci": [79.0, 81.0], "batch_independence": 100.0,
+             "dimensions": {}, "requests": 2, "errors": 0,
+             "argmax_accuracy": argmax_accuracy(bases, {"c": {"n": False, "k": "y"}}, cases)}
+    lines = summary_lines({"endpoint": "http://x/v1/systemone", "wall_s": 1.0, "jevbench": bench})
+    assert any("argmax accuracy 0.500" in line for line in lines)
+    assert "| choice | 1 | 1.000 | 0.800 | - | - |" in lines
+    assert "| noul | 1 | 0.000 | 0.100 | 0.000 | 1.000 |" in lines
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ default suite, jevbench-mini (1,248 requests, 1,055 of them distinct): the coher
 dimensions (BAT is batch independence) and eleven groups; and the argmax accuracy of the base answers against
 JevBench's gold answers (its repository's data/gold.jsonl, not in the wheel: --jevbench-gold, $SEMIF_JEVBENCH_GOLD,
 or ~/.cache/semif-sagemaker/data/jevbench-gold.jsonl when it is there), counted as JevBench's leaderboard counts
-it: over the questions whose gold is known, the most probable answer, a k-way tie earning 1/k. Everything goes to
+it: over the questions whose gold is known, the most probable answer, a k-way tie earning 1/k (overall and per
+question type, with how often a noul is answered yes). Everything goes to
 OUT/quality.json; the tools' own files (predictions, reports, logs, request caches) stay beside it.
 """
 
@@ -106,8 +107,11 @@ def sys1bench_canary(endpoint: str, out: Path, canary: str, limit: int | None, c
 
 def argmax_accuracy(bases: dict[str, Any], gold: dict[str, dict[str, Any]], cases: dict[str, Any]) -> dict[str, Any]:
     """JevBench's leaderboard accuracy: each case's base answers against its gold, over the questions whose gold is
-    known; the most probable answer counts, a k-way tie earning 1/k; also the mean probability of the gold answer."""
-    credits, gold_probabilities = [], []
+    known; the most probable answer counts, a k-way tie earning 1/k; also the mean probability of the gold answer.
+    The same per question type (`by_type`), and for noul how often the gold and the answer are yes: a model without
+    a yes/no signal shows it there first."""
+    scored: dict[str, list[tuple[float, float]]] = {}
+    noul_yes: list[tuple[bool, bool]] = []
     for case_id, entry in bases.items():
         for question_id, answer in (gold.get(case_id) or {}).items():
             distribution = (entry.get("base") or {}).get(question_id)
@@ -117,12 +121,23 @@ def argmax_accuracy(bases: dict[str, Any], gold: dict[str, dict[str, Any]], case
             key = ("true" if answer is True else "false") if kind == "noul" else str(answer)
             top = max(distribution.values())
             winners = [option for option, p in distribution.items() if abs(p - top) <= 1e-9]
-            credits.append(1.0 / len(winners) if key in winners else 0.0)
-            gold_probabilities.append(float(distribution.get(key, 0.0)))
-    if not credits:
+            scored.setdefault(kind, []).append((1.0 / len(winners) if key in winners else 0.0,
+                                                float(distribution.get(key, 0.0))))
+            if kind == "noul":
+                noul_yes.append((answer is True, distribution.get("true", 0.0) > distribution.get("false", 0.0)))
+    found = _accuracy([row for rows in scored.values() for row in rows])
+    found["by_type"] = {kind: _accuracy(rows) for kind, rows in sorted(scored.items())}
+    if noul_yes:
+        found["by_type"]["noul"].update(gold_yes_rate=sum(g for g, _ in noul_yes) / len(noul_yes),
+                                        answered_yes_rate=sum(a for _, a in noul_yes) / len(noul_yes))
+    return found
+
+
+def _accuracy(rows: list[tuple[float, float]]) -> dict[str, Any]:
+    if not rows:
         return {"accuracy": None, "gold_probability": None, "n": 0}
-    return {"accuracy": sum(credits) / len(credits), "gold_probability": sum(gold_probabilities) / len(credits),
-            "n": len(credits)}
+    return {"accuracy": sum(credit for credit, _ in rows) / len(rows),
+            "gold_probability": sum(p for _, p in rows) / len(rows), "n": len(rows)}
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -238,6 +253,11 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
                   f"batch independence {bench['batch_independence']}, argmax accuracy "
                   f"{'-' if accuracy is None else f'{accuracy:.3f}'}; dimensions {bench['dimensions']}; "
                   f"{bench['requests']} requests, {bench['errors']} errors", ""]
+        by_type = bench["argmax_accuracy"].get("by_type") or {}
+        if by_type:
+            lines += _table(["type", "n", "argmax accuracy", "p(gold)", "gold yes", "answered yes"],
+                            [[kind, c["n"], c["accuracy"], c["gold_probability"], c.get("gold_yes_rate", "-"),
+                              c.get("answered_yes_rate", "-")] for kind, c in by_type.items()])
     return lines
 
 
