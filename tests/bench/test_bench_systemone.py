@@ -135,9 +135,10 @@ def test_argmax_accuracy_says_how_often_noul_answers_yes() -> None:
     cases = {"c": {"questions": {f"q{i}": {"type": "noul"} for i in range(4)}}}
     bases = {"c": {"base": {f"q{i}": {"true": 0.9, "false": 0.1} for i in range(4)}}}
     gold = {"c": {"q0": True, "q1": False, "q2": False, "q3": False}}
-    noul = argmax_accuracy(bases, gold, cases)["by_type"]["noul"]
+    by_type = argmax_accuracy(bases, gold, cases)["by_type"]
+    noul = by_type["noul"]
     assert (noul["accuracy"], noul["gold_yes_rate"], noul["answered_yes_rate"]) == (0.25, 0.25, 1.0)
-    assert "choice" not in argmax_accuracy(bases, gold, cases)["by_type"]
+    assert "choice" not in by_type
     assert argmax_accuracy({}, gold, cases) == {"accuracy": None, "gold_probability": None, "n": 0, "by_type": {}}
 
 
