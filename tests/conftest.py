@@ -30,7 +30,7 @@ from botocore.config import Config
 from support import background
 
 from scripts.local.processes import LOOPBACK, descendants, free_port, http_status, survivors, wait_until
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 REPO = Path(__file__).resolve().parents[1]
 STARTUP_TIMEOUT_S = 180.0

@@ -24,13 +24,13 @@ from typing import Any
 
 import uvicorn
 
-from . import metrics
-from .api_keys import ApiKeys, KeysFileError
-from .http_app import build_app
-from .integrity import ModelIntegrityError
-from .llama_runtime import RuntimeStartError
-from .model_files import ModelFileError, resolve_model_path
-from .service import DecisionService
+from .core import metrics
+from .core.service import DecisionService
+from .doors.api_keys import ApiKeys, KeysFileError
+from .doors.http_app import build_app
+from .engine.integrity import ModelIntegrityError
+from .engine.llama_runtime import RuntimeStartError
+from .engine.model_files import ModelFileError, resolve_model_path
 from .settings import ABORT_GRACE_SECONDS, Settings, SettingsError, load_settings
 
 LOG = logging.getLogger("semif_adapter")

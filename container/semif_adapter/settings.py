@@ -31,9 +31,9 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
-from .calibration import SCORING_METHODS, Calibration, parse_calibration
-from .model_files import DEFAULT_MODEL_DIR
-from .systemone_frames import CHOICES, DEFAULT_FRAMES, Frames, parse_frames
+from .core.calibration import SCORING_METHODS, Calibration, parse_calibration
+from .core.question_frames import CHOICES, DEFAULT_FRAMES, Frames, parse_frames
+from .engine.model_files import DEFAULT_MODEL_DIR
 
 SEMIF_PREFIX = "SEMIF_"
 LLAMA_PREFIX = "SM_LLAMA_CPP_"  # the llama.cpp DLC's prefix: `SM_LLAMA_CPP_FOO_BAR=v` is llama-server's `--foo-bar v`

@@ -87,7 +87,7 @@ class InputFile:
 
 
 def speaks_systemone(document: Any) -> bool:
-    """The adapter's rule (semif_adapter.http_app): an object with `questions` and no SemIf `decision(s)`."""
+    """The adapter's rule (semif_adapter.doors.http_app): an object with `questions` and no SemIf `decision(s)`."""
     return isinstance(document, dict) and "questions" in document and "decision" not in document \
         and "decisions" not in document
 

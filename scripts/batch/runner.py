@@ -97,7 +97,7 @@ def _instance_type(sagemaker: Any, outputs: dict[str, str]) -> str:
 
 def job_plan(args: argparse.Namespace, session: Any, poller: Poller) -> tuple[JobPlan, str]:
     """The job's settings (flags first, then the stack's outputs, then the adapter's values), and a name prefix."""
-    from semif_adapter.http_app import EXECUTION_PARAMETERS  # loads llama.cpp's bindings: only when needed
+    from semif_adapter.doors.http_app import EXECUTION_PARAMETERS  # loads llama.cpp's bindings: only when needed
 
     outputs: dict[str, str] = {}
     stack = stack_name(args.env, stack=args.stack, app=args.app) if (args.stack or args.env) else None

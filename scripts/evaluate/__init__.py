@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from semif_adapter.calibration import SCORING_METHODS
+from semif_adapter.core.calibration import SCORING_METHODS
 from semif_decision_client import DEBIAS_MODES
 
 from ..common.command import Subparsers, UsageError, add_command
@@ -55,7 +55,7 @@ calibration (`semif calibrate CASES -o OUT.json`): cases are split by decision i
 method (for letters without permute also a bias per slot A, B, ..., as in contextual calibration) is fitted on
 the rest by minimising the log-loss of the gold option, and checked on the held-out cases: before = the
 probabilities the endpoint served, after = the fitted calibration applied to the raw option_logits. The file
-is a SEMIF_CALIBRATION document (semif_adapter.calibration), with provenance under "fitted".
+is a SEMIF_CALIBRATION document (semif_adapter.core.calibration), with provenance under "fitted".
 
 System One cases (detected by their `questions` key, or --format systemone): figures per question type and
 method. Every question is a distribution over its answers (choice: the options; noul: yes, no; score: the levels)

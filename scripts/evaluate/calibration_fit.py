@@ -1,4 +1,4 @@
-"""Fit the adapter's calibration (semif_adapter.calibration) on labelled answers, and check it on held-out cases.
+"""Fit the adapter's calibration (semif_adapter.core.calibration) on labelled answers, and check it on held-out cases.
 
 The model the adapter applies to a SemIf decision: calibrated score of option i = (raw score_i - slot_bias[slot of
 i]) / T, then probabilities = softmax(calibrated / request temperature). Written with a = 1/T and c = slot_bias/T,
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from semif_adapter.calibration import (
+from semif_adapter.core.calibration import (
     BIASED_TYPES,
     CALIBRATION_FORMAT,
     MAX_TEMPERATURE,
@@ -69,7 +69,7 @@ def apply(fitted: MethodCalibration, logits: Sequence[float], request_temperatur
 
 
 def bias_direction(question_type: str, answers: int) -> np.ndarray:
-    """Per answer, how much of a System One type's bias it gets (semif_adapter.scoring.answer_bias, in the order
+    """Per answer, how much of a System One type's bias it gets (semif_adapter.core.scoring.answer_bias, in the order
     noul (true, false) and score levels 0..n-1)."""
     if question_type == "noul":
         return np.array([1.0, 0.0])

@@ -2,7 +2,7 @@
 
 Every line is checked before anything is sent, so a typo on line 180 stops the run at once, with the line
 number, instead of after 179 decisions. The decision itself is checked by the adapter's own request parser
-(`semif_adapter.request_schema`), so a case the evaluator accepts is one the endpoint accepts.
+(`semif_adapter.doors.request_schema`), so a case the evaluator accepts is one the endpoint accepts.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from semif_adapter.request_schema import RequestError, parse_request
+from semif_adapter.doors.request_schema import RequestError, parse_request
 from semif_decision_client import DecisionRequest
 
 CASE_FIELDS = frozenset({"decision", "gold", "kind", "note"})

@@ -8,7 +8,7 @@
 level listed, the lowest). `id` (optional) names the case for the calibration split; without one it is the first
 16 hex digits of the sha256 of the case's canonical state and questions, so a case keeps its side of the split
 whatever else the file holds. The request itself is checked by the adapter's own System One validation
-(`semif_adapter.systemone_schema`), so a case the evaluator accepts is one the endpoint accepts.
+(`semif_adapter.doors.systemone_schema`), so a case the evaluator accepts is one the endpoint accepts.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from semif_adapter.systemone_schema import SystemOneValidationError, validate
+from semif_adapter.doors.systemone_schema import SystemOneValidationError, validate
 
 from .cases import NO_KIND, CasesError, json_object, parse_lines, unique_ids
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from semif_adapter.calibration import SCORING_METHODS
+from semif_adapter.core.calibration import SCORING_METHODS
 
 from .calibration_fit import SPLIT_RULE, FitError, Fitted, apply_question, fit_question, held_out, split_figures
 from .systemone_cases import SystemOneCaseFile

@@ -14,13 +14,13 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from semif_adapter.api_keys import HASH_PREFIX, KEY_BYTES, digest
+from semif_adapter.doors.api_keys import HASH_PREFIX, KEY_BYTES, digest
 from semif_decision_client.systemone_front import KEY_ID, KeyRecord
 
 from ..common.discovery import aws_session, stack_name, stack_outputs
 from ..common.polling import Poller
 
-KEY_PREFIX = "sk-semif-"  # as the container's `semif_adapter.api_keys create` makes them
+KEY_PREFIX = "sk-semif-"  # as the container's `semif_adapter.doors.api_keys create` makes them
 USAGE_KEY_BYTES = 24  # the API Gateway key's value: an id the authorizer names (API Gateway wants 20+ characters)
 OUTPUTS = ("SystemOneApiKeysPath", "SystemOneApiUsagePlanId", "SystemOneApiKeysKeyArn")
 # the authorizer's re-read of the keys (stacks/systemone_api/handlers/systemone_authorizer.py REFRESH_S)

@@ -11,9 +11,9 @@ Ctrl-C or SIGTERM, so that boto3 works unmodified with `endpoint_url=`:
 With `--shared` they are the inference components `{prefix}-chat` and `{prefix}-decision` of ONE endpoint
 `{prefix}-models`, as `shared` hosting deploys them: invoke with `InferenceComponentName=`.
 
-With `--api-keys FILE` (lines `KEY_ID sha256:HEX`, from `python -m semif_adapter.api_keys create NAME`), System One's
-`POST /v1/systemone` and `GET /v1/models` are the API the CDK app deploys on AWS (`systemone_api`): Bearer keys, then
-the decision endpoint through the SageMaker API, the same code as on AWS:
+With `--api-keys FILE` (lines `KEY_ID sha256:HEX`, from `python -m semif_adapter.doors.api_keys create NAME`),
+System One's `POST /v1/systemone` and `GET /v1/models` are the API the CDK app deploys on AWS (`systemone_api`):
+Bearer keys, then the decision endpoint through the SageMaker API, the same code as on AWS:
 
     semif local --port 8080 --api-keys keys.txt
 

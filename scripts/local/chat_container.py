@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from semif_adapter.deploy.llama_flags import PREFIX, FlagError, check_environment, server_args
-from semif_adapter.model_files import DEFAULT_MODEL_DIR, ModelFileError, scan_model_dir
+from semif_adapter.engine.model_files import DEFAULT_MODEL_DIR, ModelFileError, scan_model_dir
 
 from .processes import LOOPBACK, free_port, start_child
 from .proxy import closing_client, forwardable, open_stream, relay

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from semif_adapter.api_keys import ApiKeys, KeysFileError
 from semif_adapter.deploy.llama_flags import FlagError, check_environment
-from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
+from semif_adapter.doors.api_keys import ApiKeys, KeysFileError
+from semif_adapter.engine.embedded_model import EmbeddedModelMissingError, embedded_model_path
 
 from .endpoints import (
     container_env,

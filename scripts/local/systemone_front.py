@@ -1,9 +1,9 @@
 """The System One API as AWS serves it, on the local gateway (`semif local --api-keys FILE`): the same front code.
 
-With a keys file (the container's format, `KEY_ID sha256:HEX` per line: `python -m semif_adapter.api_keys create
+With a keys file (the container's format, `KEY_ID sha256:HEX` per line: `python -m semif_adapter.doors.api_keys create
 NAME`), the gateway's `POST /v1/systemone` and `GET /v1/models` are the front the CDK app deploys in front of the
 decision endpoint, running `semif_decision_client.systemone_front` as the two Lambda functions do:
-- `admit` with `semif_adapter.api_keys.ApiKeys` (the authorizer's checker): no header 401, not `Bearer` 403, an
+- `admit` with `semif_adapter.doors.api_keys.ApiKeys` (the authorizer's checker): no header 401, not `Bearer` 403, an
   unknown key 401, all `authentication_error` with API Gateway's messages;
 - `forward` through a boto3 `sagemaker-runtime` client pointed at this gateway's own SageMaker API (the address the
   request came in on), so the call meets SageMaker's error shapes (ModelError, ValidationError, ...) as on AWS, with
@@ -26,9 +26,9 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 
-from semif_adapter.api_keys import ApiKeys
+from semif_adapter.doors.api_keys import ApiKeys
+from semif_adapter.doors.strict_json import load_json
 from semif_adapter.settings import MAX_BODY_BYTES, SEMIF_PREFIX
-from semif_adapter.strict_json import load_json
 from semif_decision_client import runtime_client
 from semif_decision_client.systemone_front import (
     DEFAULT_TIMEOUT_S,

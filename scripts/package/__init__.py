@@ -54,7 +54,7 @@ def validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from semif_adapter.deploy.quantize import ConversionError
-    from semif_adapter.model_files import ModelFileError
+    from semif_adapter.engine.model_files import ModelFileError
 
     from .packaging import check, converted_package, package, report
 

@@ -64,7 +64,7 @@ def converted_package(args: argparse.Namespace) -> Packaged:
         print("\n".join(conversion.lines()), flush=True)
         if args.agreement:
             from semif_adapter.deploy.agreement import measure  # loads llama.cpp: only when converting
-            from semif_adapter.llama_runtime import RuntimeStartError
+            from semif_adapter.engine.llama_runtime import RuntimeStartError
 
             try:
                 agreement = measure(args.model, conversion.output, decisions=DECISIONS[:args.agreement])

@@ -25,8 +25,8 @@ from pathlib import Path, PurePosixPath
 from semif_adapter.deploy.artifact import ARTIFACT_FORMAT, ArtifactReport, build_tarball, check_tarball
 from semif_adapter.deploy.kernel_paths import weight_type_bytes
 from semif_adapter.deploy.quantize import ConversionError, convert
-from semif_adapter.embedded_model import EmbeddedModelMissingError, embedded_model_path
-from semif_adapter.model_files import ModelFileError
+from semif_adapter.engine.embedded_model import EmbeddedModelMissingError, embedded_model_path
+from semif_adapter.engine.model_files import ModelFileError
 
 from ..config.model_source import EmbeddedModel, GgufModel, S3Model, TarballModel
 from ..config.problems import ConfigError

@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
-from semif_adapter.calibration import CalibrationError
+from semif_adapter.core.calibration import CalibrationError
 from semif_adapter.deploy.llama_flags import CONTROL_CHARACTER, PREFIX, FlagError, check_setting
 from semif_adapter.settings import (
     ABORT_GRACE_SECONDS,

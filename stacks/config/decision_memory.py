@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from semif_adapter.prefix_cache import MIN_RESERVE_BYTES
+from semif_adapter.engine.prefix_cache import MIN_RESERVE_BYTES
 from semif_adapter.settings import DEFAULT_CPU_WORKERS, DEFAULT_MAX_CONTEXT
 
 from .container_keys import CACHE_KEY, CTX_SIZE_KEY, GPU_LAYERS_KEY, THREAD_KEYS, WORKERS_KEY

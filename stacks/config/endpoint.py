@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from semif_adapter.calibration import parse_calibration
+from semif_adapter.core.calibration import parse_calibration
 
 from .kinds import HostingMode
 from .strict import MAX_COPIES, MAX_INSTANCES, EnvMap, Strict, ordered, within

@@ -25,7 +25,7 @@ from .problems import Problems
 
 SERVERLESS_MAX_BODY_BYTES = 4 * MIB  # SageMaker Serverless Inference: 4 MB request and response payloads
 # Batch Transform sends up to MaxPayloadInMB per request; the adapter's GET /execution-parameters asks for 1
-# (container/semif_adapter/http_app.py EXECUTION_PARAMETERS; a test keeps the two equal).
+# (container/semif_adapter/doors/http_app.py EXECUTION_PARAMETERS; a test keeps the two equal).
 TRANSFORM_MAX_PAYLOAD_BYTES = 1 * MIB
 # What the stack writes itself once a mode is chosen; a value in the config would fight it.
 SERVERLESS_REFUSED = {

@@ -6,7 +6,7 @@ The facts (size, trained context, KV cache per token) are measured for a local m
 
 from __future__ import annotations
 
-from semif_adapter.prefix_cache import MIN_RESERVE_BYTES
+from semif_adapter.engine.prefix_cache import MIN_RESERVE_BYTES
 
 from .container_keys import CONTEXT_EXTENSION_KEYS, CTX_SIZE_KEY, GPU_LAYERS_KEY
 from .decision_memory import check_decision_memory

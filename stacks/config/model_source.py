@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from semif_adapter.deploy.quantize import ConversionError, require_type
-from semif_adapter.model_files import MAX_DEPTH, MODEL_SUFFIX, is_projector
+from semif_adapter.engine.model_files import MAX_DEPTH, MODEL_SUFFIX, is_projector
 
 from .strict import Strict
 

@@ -1,7 +1,7 @@
 """A Lambda code asset made of chosen modules of this repository, copied at synth (no Docker, no pip).
 
-The System One API's functions run `semif_decision_client`'s front and `semif_adapter.api_keys` (pure Python on the
-standard library and boto3, which the Lambda runtime has): the bundle holds those modules and the handler entry
+The System One API's functions run `semif_decision_client`'s front and `semif_adapter.doors.api_keys` (pure Python on
+the standard library and boto3, which the Lambda runtime has): the bundle holds those modules and the handler entry
 points, nothing else. It is CDK's local bundling, so the asset's hash is the hash of exactly these files.
 """
 
@@ -36,8 +36,11 @@ class CopyFiles:
 
 
 def module_files(package_dir: Path, package: str, modules: tuple[str, ...]) -> dict[str, Path]:
-    """`package/<module>.py` for each module (with the package's `__init__.py`), from where it is installed."""
-    return {f"{package}/{name}.py": package_dir / f"{name}.py" for name in ("__init__", *modules)}
+    """`package/<module>.py` for each module (`sub/name` inside a subpackage), with the `__init__.py` of every
+    package on the way, from where it is installed."""
+    inits = {"/".join([*name.split("/")[:depth], "__init__"]) for name in modules
+             for depth in range(name.count("/") + 1)}
+    return {f"{package}/{name}.py": package_dir / f"{name}.py" for name in sorted(inits | set(modules))}
 
 
 def bundled_code(source_dir: Path, files: Mapping[str, Path]) -> lambda_.Code:

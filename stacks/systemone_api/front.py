@@ -52,7 +52,8 @@ AUTHORIZER_TIMEOUT_S = 10
 BUNDLE = {
     **module_files(Path(semif_decision_client.__file__).parent, "semif_decision_client",
                    ("client", "systemone_wire", "systemone_front")),
-    **module_files(Path(semif_adapter.__file__).parent, "semif_adapter", ("api_keys", "errors", "strict_json")),
+    **module_files(Path(semif_adapter.__file__).parent, "semif_adapter",
+                   ("doors/api_keys", "errors", "doors/strict_json")),
     "systemone_authorizer.py": HANDLERS_DIR / "systemone_authorizer.py",
     "systemone_forwarder.py": HANDLERS_DIR / "systemone_forwarder.py",
 }

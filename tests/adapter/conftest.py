@@ -16,8 +16,8 @@ from support.models import MATRIX, MatrixModel
 from scripts.harness.reliability.bodies import decision
 from scripts.local.endpoints import start_decision_container
 from scripts.local.processes import ChildError, wait_for_ping
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.llama_runtime import LlamaRuntime
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.llama_runtime import LlamaRuntime
 from semif_adapter.settings import load_settings
 
 START_TIMEOUT = 60.0

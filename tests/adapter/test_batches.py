@@ -13,10 +13,10 @@ import httpx
 import jsonschema
 
 from scripts.local.processes import wait_until
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.lanes import reuse_order
-from semif_adapter.metrics import NAMESPACE
-from semif_adapter.request_schema import DecisionRequest
+from semif_adapter.core.lanes import reuse_order
+from semif_adapter.core.metrics import NAMESPACE
+from semif_adapter.doors.request_schema import DecisionRequest
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 JSONL = {"content-type": "application/jsonlines"}
 OPTIONS = [("billing", "Billing"), ("shipping", "Shipping"), ("technical", "Technical support")]

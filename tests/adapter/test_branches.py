@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from support.engines import Engine, request_of
 
-from semif_adapter.branch_trie import Node, branch_trie
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.engine_rows import Piece
-from semif_adapter.llama_runtime import LlamaRuntime
-from semif_adapter.methods import answer_reads
-from semif_adapter.question import Answer
+from semif_adapter.core.methods import answer_reads
+from semif_adapter.core.question import Answer
+from semif_adapter.engine.branch_trie import Node, branch_trie
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.engine_rows import Piece
+from semif_adapter.engine.llama_runtime import LlamaRuntime
+from semif_adapter.engine.suffix_windows import SUFFIX_WINDOW, safe_windows
 from semif_adapter.settings import load_settings
-from semif_adapter.suffix_windows import SUFFIX_WINDOW, safe_windows
 
 STATE = "Customer writes: I was charged twice for my subscription this month and need a refund."
 # over 256 tokens: llama.cpp then attends over 512 cells or more, where flash attention takes other paths

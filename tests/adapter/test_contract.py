@@ -14,7 +14,7 @@ import pytest
 
 from scripts.harness.reliability.rawhttp import RawResponse, connect, read_response, request_head
 from scripts.local.processes import wait_until
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 
 def test_ping_is_503_until_warm_then_200_with_empty_body(start_adapter, make_decision):

@@ -13,12 +13,12 @@ from dataclasses import replace
 import pytest
 from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, score_alone, tail
 
-from semif_adapter.llama_runtime import LlamaRuntime, TooManyTokensError
-from semif_adapter.methods import answer_reads
-from semif_adapter.partial_reuse import PROBE_LENGTH, ReuseRule, common_prefix, probe_splits, verify_on
-from semif_adapter.prefix_cache import KEY_OVERHEAD_BYTES, PrefixCache, SavedPrefix, default_budget, token_bytes
-from semif_adapter.service import EXACTNESS_PROBES
-from semif_adapter.tokens import check_exact
+from semif_adapter.core.methods import answer_reads
+from semif_adapter.core.service import EXACTNESS_PROBES
+from semif_adapter.engine.llama_runtime import LlamaRuntime, TooManyTokensError
+from semif_adapter.engine.partial_reuse import PROBE_LENGTH, ReuseRule, common_prefix, probe_splits, verify_on
+from semif_adapter.engine.prefix_cache import KEY_OVERHEAD_BYTES, PrefixCache, SavedPrefix, default_budget, token_bytes
+from semif_adapter.engine.tokens import check_exact
 
 
 def uncached(runtime: LlamaRuntime, states: list[str]) -> dict[int, bytes]:

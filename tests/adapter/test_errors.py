@@ -9,7 +9,7 @@ import threading
 import httpx
 import pytest
 
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 JSON = {"content-type": "application/json"}
 

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.systemone import TICKET, body
 
-from semif_adapter.lanes import PARALLEL_GAIN, plan_lanes, question_cost, request_lanes, reuse_order
-from semif_adapter.question import Answer, Question, Scoring
+from semif_adapter.core.lanes import PARALLEL_GAIN, plan_lanes, question_cost, request_lanes, reuse_order
+from semif_adapter.core.question import Answer, Question, Scoring
 
 
 def test_a_question_that_dominates_keeps_its_request_in_one_lane():

@@ -41,8 +41,8 @@ def test_runtime_modules_never_import_the_deploy_tools():
 
 def test_metrics_need_no_service_and_http_no_prompt():
     modules = _modules()
-    assert "service" not in {target for target, _ in _imports("metrics", modules["metrics"])}
-    assert "prompt" not in {target for target, _ in _imports("http_app", modules["http_app"])}
+    assert "core.service" not in {target for target, _ in _imports("core.metrics", modules["core.metrics"])}
+    assert "core.prompt" not in {target for target, _ in _imports("doors.http_app", modules["doors.http_app"])}
 
 
 def test_no_private_name_is_imported_from_another_module():

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from support.decisions import decide, decide_together
 
-from semif_adapter.calibration import parse_calibration
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.scoring import LOW_OPTION_MASS, NEAR_TIE, NEAR_TIE_MARGIN
+from semif_adapter.core.calibration import parse_calibration
+from semif_adapter.core.scoring import LOW_OPTION_MASS, NEAR_TIE, NEAR_TIE_MARGIN
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 METHODS = ("letters", "likelihood", "pmi")
 OPTIONS = [("billing", "Billing: charges, invoices and refunds"), ("shipping", "Shipping: parcels and delivery"),

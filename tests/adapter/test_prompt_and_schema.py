@@ -6,10 +6,11 @@ import json
 
 import pytest
 
+from semif_adapter.core.prompt import answers_plan, letters_plan
+from semif_adapter.core.question import Debias, Question, Scoring, canonical_state
+from semif_adapter.doors.request_schema import DecisionRequest, parse_request
+from semif_adapter.engine.prompt_plan import SLOT_LETTERS, ChatFrame
 from semif_adapter.errors import RequestError
-from semif_adapter.prompt import SLOT_LETTERS, ChatFrame, answers_plan, letters_plan
-from semif_adapter.question import Debias, Question, Scoring, canonical_state
-from semif_adapter.request_schema import DecisionRequest, parse_request
 
 FRAME = ChatFrame(prefix="<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n",
                   suffix="<|im_end|>\n<|im_start|>assistant\n")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from semif_adapter.calibration import CalibrationError, parse_calibration
-from semif_adapter.model_files import DEFAULT_MODEL_DIR
+from semif_adapter.core.calibration import CalibrationError, parse_calibration
+from semif_adapter.core.question_frames import DEFAULT_FRAMES, Frames
+from semif_adapter.engine.model_files import DEFAULT_MODEL_DIR
 from semif_adapter.settings import (
     ENV_NAMES,
     MAX_BODY_BYTES,
@@ -18,7 +19,6 @@ from semif_adapter.settings import (
     cpu_quota,
     load_settings,
 )
-from semif_adapter.systemone_frames import DEFAULT_FRAMES, Frames
 
 CALIBRATION = '{"format": "semif-calibration-v1", "methods": {"pmi": {"temperature": 1.5}}}'
 

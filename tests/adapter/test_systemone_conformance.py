@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from jevcompat.spec import REQUIREMENTS
 
-from semif_adapter.api_keys import HASH_PREFIX, digest
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.doors.api_keys import HASH_PREFIX, digest
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 pytestmark = pytest.mark.slow
 KEY = "sk-semif-conformance-test-key"

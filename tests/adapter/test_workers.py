@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, score_alone, tail
 
-from semif_adapter.core_share import CoreShare
-from semif_adapter.kv_engine import worker_engines
-from semif_adapter.llama_runtime import LlamaRuntime
-from semif_adapter.methods import Work
-from semif_adapter.prefix_cache import PrefixCache
+from semif_adapter.core.methods import Work
+from semif_adapter.engine.core_share import CoreShare
+from semif_adapter.engine.kv_engine import worker_engines
+from semif_adapter.engine.llama_runtime import LlamaRuntime
+from semif_adapter.engine.prefix_cache import PrefixCache
 from semif_adapter.settings import load_settings
 
 

@@ -22,7 +22,7 @@ from scripts.harness.bench.systemone_floor import Layout, Piece, RawFloor, repor
 from scripts.harness.bench.systemone_phases import extra_question_cost
 from scripts.harness.bench.systemone_quality import argmax_accuracy, summary_lines
 from scripts.harness.bench.systemone_workload import QUESTION_BANK, option_names, options_body, questions_body
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 ROOT = Path(__file__).resolve().parents[2]
 MOCK = "jevcompat-mock"

@@ -17,7 +17,7 @@ from aws_cdk.assertions import Match, Template
 from cdk_support import load
 from support.models import MATRIX, MatrixModel
 
-from semif_adapter.gguf_header import read_gguf_info
+from semif_adapter.engine.gguf_header import read_gguf_info
 from stacks.artifact import source as artifact_source
 from stacks.artifact.model_artifact import ModelArtifact
 from stacks.artifact.source import ArtifactCache, LocalArtifact, RemoteArtifact, container_model_path, prepare_artifact

@@ -8,7 +8,7 @@ from pathlib import Path
 from aws_cdk.assertions import Template
 from cdk_support import load, problems, synth
 
-from semif_adapter.calibration import parse_calibration
+from semif_adapter.core.calibration import parse_calibration
 
 DOCUMENT = {"format": "semif-calibration-v1", "methods": {"pmi": {"temperature": 1.8}},
             "fitted": {"cases": 166, "note": "provenance is kept in the file, not in the environment"}}

@@ -194,7 +194,7 @@ def test_a_transform_instance_too_small_for_the_model_is_refused() -> None:
 
 
 def test_the_adapters_execution_parameters_match_the_transform_payload_the_stack_checks() -> None:
-    from semif_adapter.http_app import EXECUTION_PARAMETERS
+    from semif_adapter.doors.http_app import EXECUTION_PARAMETERS
 
     assert EXECUTION_PARAMETERS["MaxPayloadInMB"] * 2**20 == TRANSFORM_MAX_PAYLOAD_BYTES
 

@@ -9,7 +9,7 @@ import pytest
 from cdk_support import load, synth
 from support.models import MATRIX, MatrixModel
 
-from semif_adapter.prefix_cache import MIN_RESERVE_BYTES
+from semif_adapter.engine.prefix_cache import MIN_RESERVE_BYTES
 from stacks.config import ConfigError
 from stacks.config.decision_memory import decision_memory, decision_rooms
 from stacks.config.instances import GIB

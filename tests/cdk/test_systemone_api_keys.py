@@ -28,7 +28,7 @@ from scripts import keys
 from scripts.common.command import parse
 from scripts.common.polling import Poller
 from scripts.keys.store import ApiKeyStore, KeysError, manage
-from semif_adapter.api_keys import HASH_PREFIX, digest
+from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.settings import MAX_BODY_BYTES
 from semif_decision_client.systemone_front import Limits, keys_path
 from semif_decision_client.systemone_wire import Target

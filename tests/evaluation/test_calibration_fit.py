@@ -19,7 +19,7 @@ from scripts.evaluate.calibration_fit import (
     fit,
     held_out,
 )
-from semif_adapter.calibration import parse_calibration
+from semif_adapter.core.calibration import parse_calibration
 
 
 def sampled_cases(temperature: float, slot_bias: list[float], count: int, seed: int = 7

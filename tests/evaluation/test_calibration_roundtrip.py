@@ -12,7 +12,7 @@ import pytest
 from evaluation.arithmetic import best_id, expected_calibration_error, softmax
 from evaluation.runs import ADAPTER_ENV, SMALL, EvaluatorRun, small_cases
 from scripts.harness.reliability.servers import start_decision
-from semif_adapter.calibration import parse_calibration
+from semif_adapter.core.calibration import parse_calibration
 
 
 def is_held_out(decision_id: str) -> bool:

@@ -25,10 +25,10 @@ from scripts.evaluate.systemone_collect import Answered, QuestionAnswer
 from scripts.evaluate.systemone_fit import fit_question_results
 from scripts.evaluate.systemone_metrics import systemone_method_figures
 from scripts.evaluate.targets import Reply
-from semif_adapter.calibration import parse_calibration
-from semif_adapter.methods import MethodScores
-from semif_adapter.question import Answer, Kind, Question, Scoring
-from semif_adapter.scoring import score
+from semif_adapter.core.calibration import parse_calibration
+from semif_adapter.core.methods import MethodScores
+from semif_adapter.core.question import Answer, Kind, Question, Scoring
+from semif_adapter.core.scoring import score
 
 
 def direction(kind: str, n: int) -> list[float]:
@@ -106,7 +106,7 @@ def test_scores_without_signal_hold_the_temperature_at_its_bound() -> None:
 
 def adapters_probabilities(kind: Kind, logits: list[float], document: dict, request_temperature: float
                            ) -> list[float]:
-    """What the adapter's own scoring (semif_adapter.scoring) serves for these raw scores under this document."""
+    """What the adapter's own scoring (semif_adapter.core.scoring) serves for these raw scores under this document."""
     ids = ["true", "false"] if kind is Kind.NOUL else [str(i) for i in range(len(logits))]
     question = Question(state="s", criterion="c", answers=tuple(Answer(i, i) for i in ids), method=Scoring.PMI,
                         kind=kind, temperature=request_temperature)

@@ -7,8 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from semif_adapter import request_schema
-from semif_adapter.calibration import SCORING_METHODS
-from semif_adapter.request_schema import RequestError, validate_many, validate_request
+from semif_adapter.core.calibration import SCORING_METHODS
+from semif_adapter.doors.request_schema import RequestError, validate_many, validate_request
 from semif_decision_client import client
 
 OPTIONS = [{"id": "a", "description": "A"}, {"id": "b", "description": "B"}]

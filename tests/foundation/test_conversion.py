@@ -15,8 +15,8 @@ from support.models import MATRIX, MatrixModel
 from semif_adapter.deploy.agreement import DECISIONS, measure
 from semif_adapter.deploy.kernel_paths import KernelReport, kernel_report, weight_type_bytes
 from semif_adapter.deploy.quantize import ConversionError, convert, converted_name, require_type
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.gguf_header import read_gguf_info
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.gguf_header import read_gguf_info
 
 Q4_1_BLOCK = (32, 20)  # elements, bytes
 

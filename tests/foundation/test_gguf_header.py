@@ -10,8 +10,8 @@ import gguf
 import pytest
 from support.models import MATRIX, MatrixModel
 
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.gguf_header import GGML_BLOCKS, GGUFHeaderError, read_gguf_info, require_complete
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.gguf_header import GGML_BLOCKS, GGUFHeaderError, read_gguf_info, require_complete
 
 
 def test_reads_the_facts_the_reference_writer_wrote(make_gguf):

@@ -77,3 +77,43 @@ def test_no_module_is_too_long_to_read() -> None:
     long = {name: lines for name, path in modules().items()
             if (lines := len(path.read_text().splitlines())) > MAX_LINES}
     assert not long, long
+
+
+# The adapter's layers, top to bottom: a module imports only from its own layer or the ones below it. `settings`
+# and `errors` (configuration and the failures every layer raises) sit beside the layers and never import a door.
+LAYERS = ("semif_adapter.doors", "semif_adapter.core", "semif_adapter.engine")
+SHARED = ("semif_adapter.settings", "semif_adapter.errors")
+
+
+def _layer(module: str) -> float | None:
+    return next((rank for rank, layer in enumerate(LAYERS) if module == layer or module.startswith(layer + ".")),
+                None)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that points up the layers (an engine module importing the core, the core a door, ...)."""
+    found = []
+    for name, targets in graph.items():
+        rank = 0.5 if name in SHARED else _layer(name)  # below the doors, beside the core
+        if rank is None:
+            continue
+        found += [f"{name} -> {target}" for target in sorted(targets)
+                  if (target_rank := _layer(target)) is not None and target_rank < rank]
+    return found
+
+
+def test_the_adapter_imports_only_downward_doors_core_engine() -> None:
+    sources = {name: (path.read_text(), path.name == "__init__.py") for name, path in modules().items()
+               if name.startswith("semif_adapter")}
+    graph = import_graph(sources)
+    assert {_layer(name) for name in graph} >= {0, 1, 2}  # all three layers were found
+    assert not upward_imports(graph)
+
+
+def test_an_upward_import_is_found() -> None:
+    """The check itself: the engine importing the core, or a shared module a door, is reported; downward is not."""
+    graph = {"semif_adapter.engine.tokens": {"semif_adapter.core.prompt"},
+             "semif_adapter.settings": {"semif_adapter.doors.http_app", "semif_adapter.core.calibration"},
+             "semif_adapter.doors.http_app": {"semif_adapter.core.service", "semif_adapter.engine.tokens"}}
+    assert upward_imports(graph) == ["semif_adapter.engine.tokens -> semif_adapter.core.prompt",
+                                     "semif_adapter.settings -> semif_adapter.doors.http_app"]

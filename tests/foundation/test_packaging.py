@@ -12,8 +12,8 @@ import pytest
 from support.models import MATRIX, MatrixModel
 
 from semif_adapter.deploy.artifact import build_tarball, check_tarball
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.model_files import ModelFileError, resolve_model_path, scan_model_dir
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.model_files import ModelFileError, resolve_model_path, scan_model_dir
 
 
 def gguf_bytes(make_gguf, name: str = "m.gguf", **kwargs) -> bytes:

@@ -15,7 +15,7 @@ from decision_container import BuiltImage, Container, Serving, build_decision_im
 
 from scripts.local.endpoints import start_decision_container
 from scripts.local.processes import Child, wait_for_ping
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 START_TIMEOUT_S = 120.0
 # The same llama.cpp settings for the image and the local process: their answers are compared bit for bit.

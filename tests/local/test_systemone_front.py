@@ -2,7 +2,7 @@
 local gateway both run: who is admitted, what reaches SageMaker, what comes back.
 
 botocore's Stubber stands in for SageMaker (its answers and errors); the key checker and the JSON parser are the
-container's own (`semif_adapter.api_keys`, `semif_adapter.strict_json`).
+container's own (`semif_adapter.doors.api_keys`, `semif_adapter.doors.strict_json`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from support.systemone import QUESTIONS, body
 
-from semif_adapter.api_keys import HASH_PREFIX, ApiKeys, digest
+from semif_adapter.doors.api_keys import HASH_PREFIX, ApiKeys, digest
+from semif_adapter.doors.strict_json import load_json
 from semif_adapter.settings import MAX_BODY_BYTES
-from semif_adapter.strict_json import load_json
 from semif_decision_client.systemone_front import (
     DENIED_MESSAGE,
     UNAUTHORIZED_MESSAGE,

@@ -39,7 +39,7 @@ from scripts import smoke
 from scripts.common.command import alias
 from scripts.local.gateway import create_gateway
 from scripts.local.processes import LOOPBACK, free_port
-from semif_adapter.api_keys import HASH_PREFIX, digest
+from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.settings import cpu_quota
 
 Serve = Callable[[Any], AbstractContextManager[str]]

@@ -11,7 +11,7 @@ from scripts.harness.reliability.fuzz import run_openapi_fuzz
 from scripts.harness.reliability.openapi import decision_openapi
 from scripts.harness.reliability.properties import check_http, check_validation
 from scripts.harness.reliability.servers import Server
-from semif_adapter.request_schema import DecisionRequest
+from semif_adapter.doors.request_schema import DecisionRequest
 
 
 def test_validation_raises_only_request_errors_and_accepted_requests_round_trip() -> None:

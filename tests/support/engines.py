@@ -7,15 +7,15 @@ import random
 
 import llama_cpp
 
-from semif_adapter.kv_engine import DecisionEngine
-from semif_adapter.llama_runtime import LlamaRuntime
-from semif_adapter.methods import Letters, Likelihood, Pmi, Work
-from semif_adapter.prefix_cache import PrefixCache
-from semif_adapter.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
-from semif_adapter.question import Question
-from semif_adapter.request_schema import DecisionRequest
-from semif_adapter.service import EXACTNESS_PROBES
-from semif_adapter.tokens import PromptTokenizer
+from semif_adapter.core.methods import Letters, Likelihood, Pmi, Work
+from semif_adapter.core.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
+from semif_adapter.core.question import Question
+from semif_adapter.core.service import EXACTNESS_PROBES
+from semif_adapter.doors.request_schema import DecisionRequest
+from semif_adapter.engine.kv_engine import DecisionEngine
+from semif_adapter.engine.llama_runtime import LlamaRuntime
+from semif_adapter.engine.prefix_cache import PrefixCache
+from semif_adapter.engine.tokens import PromptTokenizer
 
 STATES = ["Order 1182 arrived with a cracked screen.", {"ticket": 7, "text": "Where is my parcel? 9 days late."},
           ["charged twice", "order 7", 3]]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from scripts.dev.pypi_models import GEMMA3_270M
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 
 @dataclass(frozen=True)

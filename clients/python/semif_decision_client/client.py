@@ -35,7 +35,7 @@ RETRYABLE_MODEL_STATUS = frozenset({429, 503})  # the container's "busy or still
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 20.0
 PROBABILITY_TOLERANCE = 1e-3
-# What the adapter's schema accepts (container/semif_adapter/request_schema.py and calibration.py), written out so
+# What the adapter's schema accepts (container/semif_adapter/doors/request_schema.py and calibration.py), written out so
 # that the client needs boto3 alone; tests/packaging/test_client_contract.py keeps both sides equal. These are
 # quick local checks (a typo fails before a round trip): the endpoint validates every request itself.
 REQUEST_FIELDS = frozenset({"decision", "scoring", "temperature", "debias"})

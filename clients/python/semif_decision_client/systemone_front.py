@@ -5,8 +5,8 @@ it (`semif local --api-keys FILE`).
 Pure logic, no AWS globals, so that both run the same code and it is tested here:
 - `admit`: who may call. A request without `Authorization` is 401, one whose header is not `Bearer <key>` 403, a key
   that is not stored 401 (API Gateway's own order: no identity source, an authorizer's Deny, its "Unauthorized"),
-  all `authentication_error`. The keys are checked by the caller's checker (`semif_adapter.api_keys.ApiKeys`: hashed,
-  compared in constant time, never logged).
+  all `authentication_error`. The keys are checked by the caller's checker
+  (`semif_adapter.doors.api_keys.ApiKeys`: hashed, compared in constant time, never logged).
 - `forward`: the call through `InvokeEndpoint` (`systemone_wire`), answering exactly what the container answers on
   its own `/v1/systemone` (status and body) and SageMaker's own errors in System One's shape with a status the SDK
   retries only when a retry can help. Limits are enforced before SageMaker sees anything: the body as sent, the body
@@ -66,11 +66,11 @@ DENIED_MESSAGE = "the Authorization header holds no Bearer key: send Authorizati
 ACCESS_LOG_FIELDS = ("requestId", "keyId", "ip", "method", "path", "status", "latencyMs", "error")
 SEMIF_KEYS = frozenset({"decision", "decisions"})  # what makes /invocations answer in SemIf's contract
 REQUIRED = ("state", "questions")  # System One's required fields, in the order its schema reports them missing
-Parse = Callable[[bytes], Any]  # the container's strict JSON parser (`semif_adapter.strict_json.load_json`)
+Parse = Callable[[bytes], Any]  # the container's strict JSON parser (`semif_adapter.doors.strict_json.load_json`)
 
 
 class Verdict(Protocol):
-    """A key checker's answer (`semif_adapter.api_keys.Verdict`, a frozen dataclass: read-only here too)."""
+    """A key checker's answer (`semif_adapter.doors.api_keys.Verdict`, a frozen dataclass: read-only here too)."""
 
     @property
     def allowed(self) -> bool: ...

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..kv_engine import DecisionEngine
-from ..llama_runtime import LlamaRuntime
-from ..methods import Letters, Likelihood, Method, Pmi, Work
-from ..prefix_cache import PrefixCache
-from ..prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
-from ..question import Scoring
-from ..request_schema import Decision, DecisionRequest
-from ..scoring import score
+from ..core.methods import Letters, Likelihood, Method, Pmi, Work
+from ..core.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
+from ..core.question import Scoring
+from ..core.scoring import score
+from ..doors.request_schema import Decision, DecisionRequest
+from ..engine.kv_engine import DecisionEngine
+from ..engine.llama_runtime import LlamaRuntime
+from ..engine.prefix_cache import PrefixCache
+from ..engine.tokens import PromptTokenizer
 from ..settings import load_settings
-from ..tokens import PromptTokenizer
 from .agreement_cases import DECISIONS
 
 CONTEXT = "2048"  # the fixed decisions are short; a small context keeps a large model's KV memory small

@@ -3,7 +3,7 @@ command can name their count without loading llama.cpp."""
 
 from __future__ import annotations
 
-from ..request_schema import Decision, Option
+from ..doors.request_schema import Decision, Option
 
 
 def _decision(ident: str, state: str, question: str, *options: str) -> Decision:

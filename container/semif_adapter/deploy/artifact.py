@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from ..gguf_header import ByteReader, GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
-from ..model_files import (
+from ..engine.gguf_header import ByteReader, GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
+from ..engine.model_files import (
     MAX_DEPTH,
     SHARD_PATTERN,
     ModelFileError,

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..gguf_header import GGUFHeaderError, read_gguf_info
-from ..model_files import SHARD_PATTERN
+from ..engine.gguf_header import GGUFHeaderError, read_gguf_info
+from ..engine.model_files import SHARD_PATTERN
 
 # Types a model can be converted to without an importance matrix (llama.cpp refuses the IQ1/IQ2/IQ3_XXS types
 # without one), by the name llama.cpp's quantize tool uses; each is `LLAMA_FTYPE_MOSTLY_<name>`.
@@ -73,7 +73,7 @@ def convert(source: Path, output_dir: Path, type_name: str, *, threads: int | No
     """Write `source` re-encoded as `type_name` into `output_dir`; the file appears only when complete."""
     import llama_cpp  # here, not at import: the CDK app imports this module for CONVERT_TYPES alone
 
-    from ..llama_runtime import FORWARD_NATIVE_LOG, load_backends
+    from ..engine.llama_runtime import FORWARD_NATIVE_LOG, load_backends
 
     type_name = require_type(type_name)
     try:

@@ -97,7 +97,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from semif_adapter.embedded_model import embedded_model_path
+    from semif_adapter.engine.embedded_model import embedded_model_path
 
     parser = program_parser(__doc__, f"{__package__}.cold_start")
     parser.add_argument("--rounds", type=int, default=5, help="cold starts, one after another (5)")

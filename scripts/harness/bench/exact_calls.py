@@ -12,10 +12,10 @@ import argparse
 import statistics
 import time
 
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.llama_runtime import LlamaRuntime
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.llama_runtime import LlamaRuntime
+from semif_adapter.engine.suffix_windows import SUFFIX_WINDOW
 from semif_adapter.settings import load_settings
-from semif_adapter.suffix_windows import SUFFIX_WINDOW
 
 from .inprocess import Decoder
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import httpx
 
-from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, SLOT_LETTERS, ChatFrame, letters_plan
-from semif_adapter.request_schema import DecisionRequest
+from semif_adapter.core.prompt import LETTERS_SYSTEM_TEXT, letters_plan
+from semif_adapter.doors.request_schema import DecisionRequest
+from semif_adapter.engine.prompt_plan import SLOT_LETTERS, ChatFrame
 
 from .workload import Spec, option_list
 

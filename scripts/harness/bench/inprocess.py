@@ -19,20 +19,21 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from semif_adapter.identity import ModelIdentity
-from semif_adapter.integrity import digest
-from semif_adapter.kv_engine import DecisionEngine
-from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
-from semif_adapter.methods import Letters, Work
-from semif_adapter.partial_reuse import ReuseRule, common_prefix
-from semif_adapter.prefix_cache import PrefixCache
-from semif_adapter.prompt import LETTERS_SYSTEM_TEXT, PromptPlan
-from semif_adapter.request_schema import DecisionRequest, parse_request
-from semif_adapter.response import render
-from semif_adapter.scoring import score, softmax
-from semif_adapter.service import Decided, Timing
+from semif_adapter.core.identity import ModelIdentity
+from semif_adapter.core.methods import Letters, Work
+from semif_adapter.core.prompt import LETTERS_SYSTEM_TEXT
+from semif_adapter.core.scoring import score, softmax
+from semif_adapter.core.service import Decided, Timing
+from semif_adapter.doors.request_schema import DecisionRequest, parse_request
+from semif_adapter.doors.response import render
+from semif_adapter.engine.integrity import digest
+from semif_adapter.engine.kv_engine import DecisionEngine
+from semif_adapter.engine.llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
+from semif_adapter.engine.partial_reuse import ReuseRule, common_prefix
+from semif_adapter.engine.prefix_cache import PrefixCache
+from semif_adapter.engine.prompt_plan import PromptPlan
+from semif_adapter.engine.tokens import PlanTokens, PromptTokenizer
 from semif_adapter.settings import Settings, load_settings
-from semif_adapter.tokens import PlanTokens, PromptTokenizer
 
 from .workload import Spec
 

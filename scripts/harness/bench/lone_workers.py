@@ -15,7 +15,7 @@ import time
 
 import httpx
 
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 from ...common.command import program_parser
 from . import servers

@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.gguf_header import read_gguf_info
-from semif_adapter.llama_runtime import default_ubatch
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.gguf_header import read_gguf_info
+from semif_adapter.engine.llama_runtime import default_ubatch
 from semif_adapter.settings import load_settings
 
 from ...common.command import program_parser

@@ -16,8 +16,8 @@ import statistics
 import threading
 from collections.abc import Callable
 
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.llama_runtime import LlamaRuntime
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.llama_runtime import LlamaRuntime
 from semif_adapter.settings import load_settings
 
 from .inprocess import Decoder

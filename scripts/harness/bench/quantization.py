@@ -22,7 +22,7 @@ from typing import Any
 
 from semif_adapter.deploy.agreement import measure
 from semif_adapter.deploy.quantize import convert
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 from ...common.command import program_parser
 from ...common.stats import summarize

@@ -1,5 +1,5 @@
 """Which splits of one decode reproduce its logits bit for bit, by the sizes of the parts (the premise of
-`semif_adapter.partial_reuse`), with flash attention as the adapter runs it and off.
+`semif_adapter.engine.partial_reuse`), with flash attention as the adapter runs it and off.
 
     .venv/bin/python -m scripts.harness.bench.split_classes [--model PATH] [--step N] [--json OUT]
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from semif_adapter.embedded_model import embedded_model_path
-from semif_adapter.partial_reuse import kernel_class
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.partial_reuse import kernel_class
 
 from ...common.command import program_parser
 from .inprocess import Model

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 from semif_adapter.settings import cpu_quota
 
 from ...common.command import program_parser

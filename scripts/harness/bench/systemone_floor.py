@@ -36,9 +36,9 @@ from typing import Any
 
 import llama_cpp
 
-from semif_adapter.llama_runtime import MAX_BRANCHES, LlamaRuntime
+from semif_adapter.engine.llama_runtime import MAX_BRANCHES, LlamaRuntime
+from semif_adapter.engine.suffix_windows import SUFFIX_WINDOW
 from semif_adapter.settings import load_settings
-from semif_adapter.suffix_windows import SUFFIX_WINDOW
 
 from .inprocess import Decoder
 

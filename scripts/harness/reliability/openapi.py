@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from semif_adapter.request_schema import DecisionRequest
+from semif_adapter.doors.request_schema import DecisionRequest
 
 REF = "#/components/schemas/{model}"
 NUMBER_LIST = {"type": "array", "items": {"type": "number"}}

@@ -22,7 +22,7 @@ import httpx
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from semif_adapter.request_schema import MAX_ID_CHARS, MAX_OPTIONS, MIN_OPTIONS, RequestError, parse_request
+from semif_adapter.doors.request_schema import MAX_ID_CHARS, MAX_OPTIONS, MIN_OPTIONS, RequestError, parse_request
 
 UTF8_TEXT = st.characters(codec="utf-8")  # every code point but lone surrogates (those are refused, tested apart)
 LEAVES = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from semif_adapter.embedded_model import embedded_model_path
+from semif_adapter.engine.embedded_model import embedded_model_path
 
 from ...local.endpoints import Container, container_env, start_chat_container, start_decision_container
 from ...local.processes import descendants, survivors, wait_for_ping

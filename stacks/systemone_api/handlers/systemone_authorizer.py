@@ -2,7 +2,7 @@
 
 The keys are SecureString parameters under the stack's path (`systemone_front.keys_path`), one per key, written by
 `semif keys create` (the key's sha256, never the key). They are read into a keys file in /tmp and checked by the
-container's own checker (`semif_adapter.api_keys.ApiKeys`: every stored hash compared in constant time), so a key
+container's own checker (`semif_adapter.doors.api_keys.ApiKeys`: every stored hash compared in constant time), so a key
 means the same here, on the local gateway and on a container's own port. They are read again every `REFRESH_S`, and
 on an unknown key at most every `MISS_REFRESH_S`: a new key works within seconds, a revoked one stops within
 `REFRESH_S` plus API Gateway's authorizer cache, and a flood of wrong keys costs one read per `MISS_REFRESH_S`.
@@ -27,7 +27,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from semif_adapter.api_keys import ApiKeys, Verdict
+from semif_adapter.doors.api_keys import ApiKeys, Verdict
 from semif_decision_client.systemone_front import Admission, KeyRecord, admit
 
 PATH_ENV = "SEMIF_KEYS_PATH"

@@ -3,9 +3,9 @@
 Configured by its environment (set by stacks/systemone_api.py, no secret in it): the decision endpoint, its inference
 component on a shared endpoint, the decoded-body limit (the container's own) and the read timeout (under the
 integration timeout, so that a slow decision is the front's System One 504, not API Gateway's). Bodies are parsed with
-the container's own strict parser (`semif_adapter.strict_json`), so the front reads a body as the container does. The
-runtime client is made on first use, once per execution environment, and makes one attempt: the SDK's retries are the
-one retry loop.
+the container's own strict parser (`semif_adapter.doors.strict_json`), so the front reads a body as the container
+does. The runtime client is made on first use, once per execution environment, and makes one attempt: the SDK's
+retries are the one retry loop.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from semif_adapter.strict_json import load_json
+from semif_adapter.doors.strict_json import load_json
 from semif_decision_client import runtime_client
 from semif_decision_client.systemone_front import Limits, forward
 from semif_decision_client.systemone_wire import CONTENT_TYPE, Answer, Call, Target, error_document

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RequestError, ServiceError
-from .identity import ModelIdentity
-from .question import Kind, Question
+from ..core.identity import ModelIdentity
+from ..core.question import Kind, Question
+from ..core.question_frames import DEFAULT_FRAMES, Frames
+from ..core.service import Decided
+from ..errors import RequestError, ServiceError
 from .response import timing_document
-from .service import Decided
-from .systemone_frames import DEFAULT_FRAMES, Frames
 from .systemone_questions import to_questions
 from .systemone_schema import SystemOneRequest, SystemOneValidationError, detail, validate
 

@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any
 
-from .errors import RequestError
+from ..errors import RequestError
 
 MAX_NESTING = 64
 

@@ -24,13 +24,14 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import jsonlines, metrics, semif_contract, systemone_contract
+from ..core import metrics
+from ..core.question import Question, canonical_state
+from ..core.service import Decided, DecisionService
+from ..errors import NotReadyError, RequestError
+from . import jsonlines, semif_contract, systemone_contract
 from .api_keys import ApiKeys
-from .errors import NotReadyError, RequestError
-from .question import Question, canonical_state
 from .request_body import decode_body, read_body
 from .semif_contract import Failure, SemIfTicket
-from .service import Decided, DecisionService
 from .strict_json import load_json
 from .systemone_contract import Rendered, SystemOneTicket, encode
 from .systemone_schema import SystemOneValidationError, detail

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import llama_cpp
 import numpy as np
 
+from ..errors import PromptTooLongError
 from .branch_trie import Node, branch_trie, member_rows
 from .core_share import CoreShare
 from .engine_rows import Piece, Reads, Row
-from .errors import PromptTooLongError
 from .llama_runtime import MAX_BRANCHES, PAD_SEQ, LlamaContext, LlamaRuntime
 from .partial_reuse import ReuseRule, TokenIds, verify_on
 from .prefix_cache import PrefixCache, SavedPrefix, token_bytes

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .question import Answer, Kind, Question, Scoring, canonical_state
-from .systemone_frames import DEFAULT_FRAMES, Frames
+from ..core.question import Answer, Kind, Question, Scoring, canonical_state
+from ..core.question_frames import DEFAULT_FRAMES, Frames
 from .systemone_schema import ChoiceQuestion, NoulQuestion, ScoreQuestion, SystemOneRequest, Text
 
 

@@ -5,7 +5,7 @@ hashed and compared with every stored hash in constant time, so neither a match'
 the timing. The file is read again when it changes, so keys rotate without a restart. Keys are never logged; the
 key id of the caller is what the access log may carry.
 
-    python -m semif_adapter.api_keys create ops-laptop >> keys.txt   # prints the new key once, on stderr
+    python -m semif_adapter.doors.api_keys create ops-laptop >> keys.txt   # prints the new key once, on stderr
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class ApiKeys:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] != "create":
-        print("usage: python -m semif_adapter.api_keys create KEY_ID  (appends nothing: redirect stdout)",
+        print("usage: python -m semif_adapter.doors.api_keys create KEY_ID  (appends nothing: redirect stdout)",
               file=sys.stderr)
         return 2
     key = "sk-semif-" + secrets.token_urlsafe(KEY_BYTES)

@@ -23,11 +23,12 @@ from typing import Protocol
 
 import numpy as np
 
-from .engine_rows import Reads
-from .kv_engine import DecisionEngine, EngineResult
-from .prompt import ChatFrame, PromptPlan, answers_plan, letters_plan
+from ..engine.engine_rows import Reads
+from ..engine.kv_engine import DecisionEngine, EngineResult
+from ..engine.prompt_plan import ChatFrame, PromptPlan
+from ..engine.tokens import PlanTokens, PromptTokenizer
+from .prompt import answers_plan, letters_plan
 from .question import Question, canonical_state
-from .tokens import PlanTokens, PromptTokenizer
 
 BASELINE_CACHE_ENTRIES = 4096
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import RequestError
-from .question import Question
+from ..core.question import Question
+from ..errors import RequestError
 from .strict_json import load_json
 
 MEDIA_TYPES = frozenset({"application/jsonlines", "application/x-jsonlines"})

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from .errors import RequestError
-from .question import Answer, Debias, Kind, Question, Scoring
+from ..core.question import Answer, Debias, Kind, Question, Scoring
+from ..errors import RequestError
 from .strict_json import load_json
 
 MAX_OPTIONS = 16

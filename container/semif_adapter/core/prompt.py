@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from ..engine.prompt_plan import SLOT_LETTERS, Branch, ChatFrame, PromptPlan, Text
 from .question import Debias, Question, canonical_state
 
-SLOT_LETTERS = "ABCDEFGHIJKLMNOP"  # one single-token slot label per option, at most 16
 # v3 / answers-v2: the same text as v2 / v1, the criterion's key moved from the question's piece into the cached
 # state's (a follow-up question evaluates 4 tokens fewer); v1: cut where BPE merges were lost (about 5 more tokens)
 LETTERS_VERSION = "semif-options-v3"
@@ -38,84 +38,7 @@ ANSWERS_SYSTEM_TEXT = (
     "You are a decision function. Apply the criterion to the evidence and answer in a few words, "
     "without any explanation."
 )
-PLAIN_FRAME = "plain"  # SEMIF_CHAT_TEMPLATE's name for the frame of a model without a chat template
-USER_SENTINEL = "\u0001SEMIF-USER-MESSAGE\u0001"  # stands in for the user message while the frame is cut
 CONTENT_FREE_EVIDENCE = "N/A"  # pmi's baseline evidence (Zhao et al. 2021; Holtzman et al. 2021)
-
-
-@dataclass(frozen=True)
-class ChatFrame:
-    """The text around the user message, split at the message, for one system text: the model's chat template (or
-    a named built-in one), or for a base model with no template the plain frame below."""
-
-    prefix: str  # system turn and the user turn's opening
-    suffix: str  # the user turn's closing and the assistant turn's opening
-    name: str = "chat"  # "chat" (a chat template) or PLAIN_FRAME
-    answer_lead: str = ""  # what precedes an answer's text (the plain frame's space after "Answer:")
-
-    @classmethod
-    def from_rendered(cls, rendered: str) -> ChatFrame:
-        if rendered.count(USER_SENTINEL) != 1:
-            raise ValueError("the chat template does not reproduce the user message exactly once")
-        prefix, suffix = rendered.split(USER_SENTINEL)
-        return cls(prefix=prefix, suffix=suffix)
-
-    @classmethod
-    def plain(cls, system_text: str) -> ChatFrame:
-        """A base model's frame, as lm-evaluation-harness scores base models: no template, the instruction, the
-        message, then `Answer:` and each answer's text after a space (the space belongs to the answer, as a base
-        model's tokenizer joins it to the next word)."""
-        return cls(prefix=system_text + "\n\n", suffix="\nAnswer:", name=PLAIN_FRAME, answer_lead=" ")
-
-    def version(self, base: str) -> str:
-        """The prompt version answers carry: the frame is part of what the model read."""
-        return base if self.name == "chat" else f"{base}-{self.name}"
-
-    @property
-    def head(self) -> str:
-        """The constant piece before the state; evaluated once per process and kept."""
-        return self.prefix + '{"evidence":'
-
-    @property
-    def tail(self) -> str:
-        """Closes the letters prompt; the slot letter comes right after it (the start-up checks use it)."""
-        return "]}" + self.suffix
-
-
-@dataclass(frozen=True)
-class Text:
-    """A piece of prompt text; only template text has its special tokens parsed, never a caller's text."""
-
-    text: str
-    template: bool = False
-
-
-@dataclass(frozen=True)
-class Branch:
-    """One scored continuation of the prompt."""
-
-    order: tuple[int, ...]  # letters: order[slot] = option index; answers: (the option this branch scores,)
-    texts: tuple[Text, ...]
-
-
-@dataclass(frozen=True)
-class PromptPlan:
-    head: str  # template text
-    state: str  # the state piece, user text (the same words for every method)
-    common: tuple[Text, ...]
-    branches: tuple[Branch, ...]
-    version: str
-    sha256: str  # of the prompt text, then each scored answer after a NUL (letters: of its first branch)
-
-    @property
-    def prefix_texts(self) -> tuple[str, str]:
-        """The cached pieces, in order: what the host-memory cache is keyed on."""
-        return (self.head, self.state)
-
-    def text(self, branch: int = 0) -> str:
-        """The whole prompt up to and including one branch, as a model would read it in one piece."""
-        pieces = (self.head, self.state, *(t.text for t in self.common), *(t.text for t in self.branches[branch].texts))
-        return "".join(pieces)
 
 
 def _quoted(text: str) -> str:

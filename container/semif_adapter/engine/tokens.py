@@ -13,9 +13,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .errors import PromptTooLongError, RequestError
+from ..errors import PromptTooLongError, RequestError
 from .llama_runtime import LlamaRuntime, TooManyTokensError
-from .prompt import PromptPlan, Text
+from .prompt_plan import PromptPlan, Text
 
 TOKEN_CACHE_BUDGET = 1 << 18  # tokens of user text kept for reuse, all entries together (~10 MB)
 

@@ -10,8 +10,8 @@ import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .integrity import ModelDigest
-from .llama_runtime import ModelFacts
+from ..engine.integrity import ModelDigest
+from ..engine.llama_runtime import ModelFacts
 
 MODEL_ALIAS = "jev-latest"  # what the SDKs send by default; it means "this endpoint's model"
 

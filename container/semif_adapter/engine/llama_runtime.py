@@ -17,9 +17,9 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
+from ..settings import DEFAULT_MAX_CONTEXT, Settings
 from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
-from .prompt import PLAIN_FRAME, SLOT_LETTERS, USER_SENTINEL, ChatFrame
-from .settings import DEFAULT_MAX_CONTEXT, Settings
+from .prompt_plan import PLAIN_FRAME, SLOT_LETTERS, USER_SENTINEL, ChatFrame
 
 LOG = logging.getLogger("semif_adapter")
 MAX_BRANCHES = 255  # one sequence per scored branch: System One's 255 options (letters: 16 at most)

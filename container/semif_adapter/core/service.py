@@ -25,20 +25,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ShuttingDownError
+from ..engine.integrity import digest
+from ..engine.kv_engine import DecisionEngine, DecodeAbortedError, worker_engines
+from ..engine.llama_runtime import LlamaRuntime
+from ..engine.prefix_cache import PrefixCache, default_budget
+from ..engine.tokens import PromptTokenizer, check_exact
+from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ShuttingDownError
+from ..settings import Settings
 from .identity import ModelIdentity
-from .integrity import digest
-from .kv_engine import DecisionEngine, DecodeAbortedError, worker_engines
 from .lanes import request_lanes
-from .llama_runtime import LlamaRuntime
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
-from .prefix_cache import PrefixCache, default_budget
 from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
 from .question import Answer, Question, Scoring
 from .result_cache import ResultCache, result_key
 from .scoring import Scores, score
-from .settings import Settings
-from .tokens import PromptTokenizer, check_exact
 
 LOG = logging.getLogger("semif_adapter")
 WARMUP_ANSWERS = (Answer("yes", "Yes."), Answer("no", "No."))

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ServiceError
-from .identity import ModelIdentity
-from .question import Question, canonical_state
+from ..core.identity import ModelIdentity
+from ..core.question import Question, canonical_state
+from ..core.service import Decided
+from ..errors import ServiceError
 from .request_schema import DecisionRequest, validate_document, validate_request
 from .response import render
-from .service import Decided
 
 LOG = logging.getLogger("semif_adapter.access")
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from backports import zstd
 from starlette.requests import Request
 
-from .errors import RequestError
+from ..errors import RequestError
 
 GZIP_WINDOW = 31  # zlib's wbits for a gzip header and trailer
 ENCODINGS = ("gzip", "zstd")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from .identity import ModelIdentity
+from ..core.identity import ModelIdentity
+from ..core.service import Decided
 from .request_schema import DecisionRequest
-from .service import Decided
 
 
 def timing_document(decided: Decided) -> dict[str, object]:
