@@ -20,7 +20,7 @@ import llama_cpp
 
 REPORT_MAPPED = """
 import collections, json, os
-from semif_adapter import llama_runtime
+from semif_adapter.engine import llama_runtime
 llama_runtime.load_backends()
 mapped = {line.split()[-1] for line in open("/proc/self/maps") if ".so" in line}
 copies = collections.Counter(os.path.basename(p).split(".so")[0] for p in mapped if "llama_cpp_lib" in p)

@@ -1,9 +1,9 @@
 """The one internal question every contract parses into and the decision core scores.
 
-A SemIf decision and each System One question become a `Question`: the evidence, the criterion, the answers to
-score (a stable id the caller branches on, and the text the model reads) and how to score them. Prompts, methods,
-caches and calibration see only this, so a contract is a front door (parse, render, errors), never a branch in
-the core; a third contract would be one more door.
+A SemIf decision, each System One question and each OpenAI Decisions question become a `Question`: the evidence,
+the criterion, the answers to score (a stable id the caller branches on, and the text the model reads) and how to
+score them. Prompts, methods, caches and calibration see only this, so a contract is a door (parse, render,
+errors; `doors/`), never a branch in the core.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ class Kind(StrEnum):
     """What the answers are, which selects the calibration that applies (calibration.py)."""
 
     DECISION = "decision"  # a SemIf decision: options under the SemIf calibration's `methods`
-    CHOICE = "choice"  # System One: one of the named options
-    NOUL = "noul"  # System One: yes/no, answers "true" and "false"
-    SCORE = "score"  # System One: ordered levels "0".."n-1"
+    CHOICE = "choice"  # one of the named options
+    NOUL = "noul"  # yes/no (System One's noul, OpenAI's predicate): answers "true" and "false"
+    SCORE = "score"  # ordered levels "0".."n-1"
 
 
 @dataclass(frozen=True)

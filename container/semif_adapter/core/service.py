@@ -139,6 +139,12 @@ class DecisionService:
         self.prefix_cache: PrefixCache | None = None
 
     @property
+    def saves_prefixes(self) -> bool:
+        """Whether a state computed here is saved to the host cache for the next request (off when its budget is
+        0)."""
+        return self.prefix_cache is not None and self.prefix_cache.budget > 0
+
+    @property
     def ready(self) -> bool:
         return self._ready.is_set()
 

@@ -1,21 +1,17 @@
-"""HTTP: the SageMaker container contract (`GET /ping`, `POST /invocations`) and the System One API
-(`POST /v1/systemone`, `GET /v1/models`) over Starlette.
+"""HTTP: the SageMaker container contract (`GET /ping`, `POST /invocations`), the System One API
+(`POST /v1/systemone`) and OpenAI's Decisions API (`POST /v1/decisions`), with `GET /v1/models` for both, over
+Starlette.
 
-Two contracts, two doors onto one core: a body with `questions` is a System One request and is answered in System
-One's shapes (on `/invocations` too, since SageMaker routes nothing else); anything else on `/invocations` is SemIf's.
-Every error is JSON in the shape of the contract that was spoken and leaves the server serving. A pure-ASGI
-middleware gives each request an id, echoes `X-Amzn-SageMaker-Custom-Attributes`, and writes one JSON log line per
-request (bodies and keys are never logged).
+Three contracts, three doors onto one core. SageMaker routes only `/invocations`, so there the body says which door
+it speaks: `input` with a list of `questions` is OpenAI's, an object of `questions` System One's, anything else
+SemIf's. Every error is JSON in the shape of the contract that was spoken and leaves the server serving.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import time
-import uuid
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
@@ -24,33 +20,30 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..core import metrics
 from ..core.question import Question, canonical_state
 from ..core.service import Decided, DecisionService
 from ..errors import NotReadyError, RequestError
-from . import jsonlines, semif_contract, systemone_contract
+from . import jsonlines, openai_contract, semif_contract, systemone_contract
 from .api_keys import ApiKeys
+from .openai_contract import DecisionsTicket
+from .openai_schema import speaks_decisions
 from .request_body import decode_body, read_body
+from .request_context import CUSTOM_ATTRIBUTES, RequestContext
 from .semif_contract import Failure, SemIfTicket
 from .strict_json import load_json
 from .systemone_contract import Rendered, SystemOneTicket, encode
 from .systemone_schema import SystemOneValidationError, detail
 
-LOG = logging.getLogger("semif_adapter.access")
-CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
 JSON = "application/json"
 ROUTE_ATTRIBUTE = "route="  # custom attributes `route=/v1/models`: the models list through SageMaker's /invocations
 # One decision at a time per instance, and 1 MB of JSON Lines is about 2,000 decisions: more per request would
 # outlast a transform job's default 600 s invocation timeout on a CPU instance (set InvocationsTimeoutInSeconds).
 EXECUTION_PARAMETERS = {"MaxConcurrentTransforms": 1, "BatchStrategy": "MULTI_RECORD", "MaxPayloadInMB": 1}
 SYSTEMONE_ROUTES = frozenset({"/v1/systemone", "/v1/models"})
-SERVED_ROUTES = "GET /ping, POST /invocations, GET /execution-parameters, POST /v1/systemone and GET /v1/models"
+SERVED_ROUTES = ("GET /ping, POST /invocations, GET /execution-parameters, POST /v1/systemone, POST /v1/decisions "
+                 "and GET /v1/models")
 
 T = TypeVar("T")
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
-                   Awaitable[None]]
 
 
 def error_response(status: int, code: str, message: str, field: str | None = None,
@@ -64,7 +57,7 @@ def semif_response(failure: Failure) -> JSONResponse:
     return error_response(failure.status, failure.code, failure.message, failure.field, failure.retry_after)
 
 
-def systemone_response(rendered: Rendered) -> Response:
+def rendered_response(rendered: Rendered) -> Response:
     return Response(encode(rendered.document), status_code=rendered.status, media_type=JSON,
                     headers=rendered.headers or None)
 
@@ -120,6 +113,7 @@ class DecisionApi:
                                 Route("/invocations", self.invocations, methods=["POST"]),
                                 Route("/execution-parameters", self.execution_parameters, methods=["GET"]),
                                 Route("/v1/systemone", self.systemone, methods=["POST"]),
+                                Route("/v1/decisions", self.decisions, methods=["POST"]),
                                 Route("/v1/models", self.models, methods=["GET"])],
                         exception_handlers={HTTPException: self.http_error})
         app.add_middleware(RequestContext, endpoint=self.settings.endpoint_name)
@@ -156,6 +150,10 @@ class DecisionApi:
     def systemone_ticket(self, document: Any) -> SystemOneTicket:
         return SystemOneTicket.parse(document, self.settings.scoring, self.service.identity, self.settings.frames)
 
+    def decisions_ticket(self, document: Any) -> DecisionsTicket:
+        return DecisionsTicket.parse(document, self.settings.scoring, self.service.identity, self.settings.frames,
+                                     writes_prefix=self.service.saves_prefixes)
+
     # -- routes ----------------------------------------------------------------------------------------------
     async def ping(self, _request: Request) -> Response:
         if self.service.ready:
@@ -170,17 +168,18 @@ class DecisionApi:
     async def models(self, request: Request) -> Response:
         refused = self.refused_key(request)
         if refused is not None:
-            return systemone_response(Rendered(refused[0], systemone_contract.error_document(*refused), {}))
+            return rendered_response(Rendered(refused[0], systemone_contract.error_document(*refused), {}))
         try:
-            return JSONResponse(self.service.identity.listing())
+            identity = self.service.identity
+            return JSONResponse({**openai_contract.model_list(identity), **identity.listing()})
         except NotReadyError as error:
-            return systemone_response(systemone_contract.failure(error, request.state.request_id))
+            return rendered_response(systemone_contract.failure(error, request.state.request_id))
 
     async def systemone(self, request: Request) -> Response:
         fields, request_id = request.state.log_fields, request.state.request_id
         refused = self.refused_key(request)
         if refused is not None:
-            return systemone_response(Rendered(refused[0], systemone_contract.error_document(*refused), {}))
+            return rendered_response(Rendered(refused[0], systemone_contract.error_document(*refused), {}))
         try:
             if request.headers.get("content-type", "").lower().startswith("multipart/"):
                 raise SystemOneValidationError([detail(
@@ -195,7 +194,24 @@ class DecisionApi:
             return Response(status_code=499)
         except Exception as error:  # every failure becomes a JSON error; the server serves on
             rendered = systemone_contract.failure(error, request_id)
-        return systemone_response(rendered)
+        return rendered_response(rendered)
+
+    async def decisions(self, request: Request) -> Response:
+        fields, request_id = request.state.log_fields, request.state.request_id
+        if self.refused_key(request) is not None:  # OpenAI answers 401 to a missing key and to a wrong one
+            return rendered_response(Rendered(401, openai_contract.error_document(
+                401, "Incorrect or missing API key: send Authorization: Bearer <key>", None, "invalid_api_key"), {}))
+        try:
+            _media_type(request, (JSON,))
+            ticket = self.decisions_ticket(load_json(await self.body_of(request)))
+            fields.update(ticket.log_fields())
+            rendered = ticket.render(await self.decide(request, ticket.questions), request_id)
+        except ClientDisconnect:
+            fields["client_disconnected"] = True
+            return Response(status_code=499)
+        except Exception as error:  # every failure becomes a JSON error; the server serves on
+            rendered = openai_contract.failure(error, request_id)
+        return rendered_response(rendered)
 
     async def invocations(self, request: Request) -> Response:
         fields, request_id = request.state.log_fields, request.state.request_id
@@ -212,6 +228,8 @@ class DecisionApi:
                 return await self.lines(request, body)
             document = load_json(body)
             del body
+            if speaks_decisions(document):
+                return await self.decisions_invocation(request, document)
             if _speaks_systemone(document):
                 return await self.systemone_invocation(request, document)
             return await self.semif_invocation(request, document)
@@ -219,8 +237,11 @@ class DecisionApi:
             fields["client_disconnected"] = True
             return Response(status_code=499)
         except Exception as error:  # every failure becomes a JSON error in the contract spoken; serving goes on
+            if speaks_decisions(document):
+                return rendered_response(openai_contract.failure(
+                    error, request_id, overload_status=openai_contract.SAGEMAKER_BUSY))
             if _speaks_systemone(document):
-                return systemone_response(systemone_contract.failure(
+                return rendered_response(systemone_contract.failure(
                     error, request_id, overload_status=systemone_contract.SAGEMAKER_BUSY))
             return semif_response(Failure.of(error, request_id))
 
@@ -228,8 +249,15 @@ class DecisionApi:
         ticket = self.systemone_ticket(document)
         request.state.log_fields.update(ticket.log_fields())
         answers = await self.decide(request, ticket.questions)
-        return systemone_response(ticket.render(answers, request.state.request_id,
+        return rendered_response(ticket.render(answers, request.state.request_id,
                                                 overload_status=systemone_contract.SAGEMAKER_BUSY))
+
+    async def decisions_invocation(self, request: Request, document: Any) -> Response:
+        ticket = self.decisions_ticket(document)
+        request.state.log_fields.update(ticket.log_fields())
+        answers = await self.decide(request, ticket.questions)
+        return rendered_response(ticket.render(answers, request.state.request_id,
+                                               overload_status=openai_contract.SAGEMAKER_BUSY))
 
     async def semif_invocation(self, request: Request, document: Any) -> Response:
         ticket = SemIfTicket.parse(document, self.settings.scoring, self.service.identity)
@@ -242,6 +270,8 @@ class DecisionApi:
                         headers={"Retry-After": str(retry_after)} if retry_after is not None else None)
 
     def parse_line(self, document: Any, _number: int) -> jsonlines.LineTicket:
+        if speaks_decisions(document):
+            return self.decisions_ticket(document)
         if _speaks_systemone(document):
             return self.systemone_ticket(document)
         return SemIfTicket.parse(document, self.settings.scoring, self.service.identity, line=True)
@@ -251,6 +281,8 @@ class DecisionApi:
         request_id = request.state.request_id
 
         def refuse(error: BaseException, document: Any, number: int) -> bytes:
+            if speaks_decisions(document):
+                return openai_contract.refused_line(error, number, request_id)
             if _speaks_systemone(document):
                 return systemone_contract.refused_line(error, number, request_id)
             return semif_contract.refused_line(error, number, request_id)
@@ -275,6 +307,9 @@ class DecisionApi:
         if request.url.path in SYSTEMONE_ROUTES:  # e.g. GET /v1/systemone: 405 in the contract the route speaks
             response: Response = JSONResponse(systemone_contract.error_document(exc.status_code, message),
                                               status_code=exc.status_code)
+        elif request.url.path == "/v1/decisions":
+            response = JSONResponse(openai_contract.error_document(exc.status_code, message, "path"),
+                                    status_code=exc.status_code)
         else:
             code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
             response = error_response(exc.status_code, code, message, "path")
@@ -302,45 +337,3 @@ def _speaks_systemone(document: Any) -> bool:
     """A body with `questions` (and no SemIf `decision`) is a System One request."""
     return isinstance(document, dict) and "questions" in document and "decision" not in document \
         and "decisions" not in document
-
-
-class RequestContext:
-    """Request id, custom-attribute echo and the one access-log line, for every route."""
-
-    def __init__(self, app: ASGIApp, endpoint: str | None = None) -> None:
-        self.app, self.endpoint = app, endpoint
-
-    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
-                       send: Callable[[Message], Awaitable[None]]) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request_id = str(uuid.uuid4())
-        attributes = next((value for key, value in scope["headers"] if key.decode().lower() == CUSTOM_ATTRIBUTES),
-                          None)
-        fields: dict[str, Any] = {}
-        scope.setdefault("state", {}).update(request_id=request_id, log_fields=fields)
-        started = time.perf_counter()
-        status = 0
-
-        async def send_with_headers(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                headers = list(message.get("headers", []))
-                headers.append((b"x-request-id", request_id.encode()))
-                headers.append((b"x-typesafe-request-id", request_id.encode()))
-                if attributes is not None:
-                    headers.append((CUSTOM_ATTRIBUTES.encode(), attributes))
-                message["headers"] = headers
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_headers)
-        finally:
-            if scope["path"] != "/ping" or status != 200:  # health checks every few seconds are noise
-                LOG.info("request", extra={"fields": {
-                    "request_id": request_id, "method": scope["method"], "path": scope["path"],
-                    "status": status, "ms": round((time.perf_counter() - started) * 1000, 2), **fields}})
-            if scope["path"] in ("/invocations", "/v1/systemone"):
-                metrics.emit(self.endpoint, status, scope["state"].get("decided", ()))

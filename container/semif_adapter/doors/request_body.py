@@ -17,6 +17,7 @@ from ..errors import RequestError
 
 GZIP_WINDOW = 31  # zlib's wbits for a gzip header and trailer
 ENCODINGS = ("gzip", "zstd")
+DRAIN_BYTES = 64 * 1024 * 1024  # the most of a refused body read (and dropped) so that its 413 reaches the client
 
 
 def too_large(limit: int, what: str = "body") -> RequestError:
@@ -24,9 +25,13 @@ def too_large(limit: int, what: str = "body") -> RequestError:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The body as sent, refused as soon as it passes `limit` bytes (or declares more)."""
+    """The body as sent, refused once it passes `limit` bytes (or declares more).
+
+    A refused body is still read, and dropped, up to `DRAIN_BYTES`: a client that sends its whole body before it
+    reads (urllib, urllib3 and so botocore) would otherwise get a connection reset instead of the 413."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
+        await _discard(request, int(declared))
         raise RequestError("body_too_large", f"body of {declared} bytes exceeds the {limit}-byte limit",
                            "body", status=413)
     chunks: list[bytes] = []
@@ -34,9 +39,21 @@ async def read_body(request: Request, limit: int) -> bytes:
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
+            await _discard(request, size)
             raise too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _discard(request: Request, size: int) -> None:
+    """Read what is left of a refused body without keeping it, while the total stays within `DRAIN_BYTES` (past
+    that the connection is closed under the client: a bound on what a refusal may cost)."""
+    if size > DRAIN_BYTES:
+        return
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > DRAIN_BYTES:
+            return
 
 
 def _bounded(decompress: Callable[[bytes, int], bytes], data: bytes, limit: int, finished: Callable[[], bool],

@@ -123,7 +123,7 @@ class SystemOneTicket:
             "usage": {"input_tokens": input_tokens(decided), "output_tokens": 0},
             "x_scoring": self.questions[0].method.value,
             "x_model": identity.document,
-            "x_timing": _request_timing(decided),
+            "x_timing": request_timing(decided),
         }
         return Rendered(200, document, {})
 
@@ -144,7 +144,7 @@ def input_tokens(decided: Sequence[Decided]) -> int:
     return prefix + sum(d.raw.effort.read_tokens - d.raw.effort.prefix_tokens for d in decided)
 
 
-def _request_timing(decided: Sequence[Decided]) -> dict[str, Any]:
+def request_timing(decided: Sequence[Decided]) -> dict[str, Any]:
     return {"total_ms": round(max(d.total_ms for d in decided), 3),
             "queue_ms": round(min(d.queue_ms for d in decided), 3),
             "evaluated_tokens": sum(d.evaluated_tokens for d in decided),
