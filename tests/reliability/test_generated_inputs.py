@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import httpx
 import pytest
 
+from scripts.harness.reliability.decisions_properties import check_decisions_http
 from scripts.harness.reliability.fuzz import run_openapi_fuzz
 from scripts.harness.reliability.openapi import decision_openapi
 from scripts.harness.reliability.properties import check_http, check_validation
@@ -41,3 +43,18 @@ def test_schemathesis_finds_no_server_error_nor_contract_break(adapter: Server) 
     statuses = result["by_operation_and_status"]
     assert any(key.startswith("POST /invocations positive -> 200") for key in statuses)
     assert any(key.startswith("POST /invocations negative -> 4") for key in statuses)
+
+
+@pytest.mark.slow
+def test_the_openai_door_gives_no_server_error_and_keeps_serving(adapter: Server) -> None:
+    with httpx.Client(timeout=120) as client:
+        def post(raw: bytes) -> httpx.Response:
+            return client.post(f"{adapter.url}/v1/decisions", content=raw,
+                               headers={"content-type": "application/json"})
+
+        tried = check_decisions_http(max_examples=40, post=post)
+        assert any(kind.startswith("valid -> 200") for kind in tried), tried
+        assert any(kind.endswith("-> 400") for kind in tried), tried
+        after = post(json.dumps({"model": "jev-latest", "input": "Still serving?", "questions": [
+            {"type": "predicate", "instructions": "Is this a question?"}]}).encode())
+        assert after.status_code == 200 and after.json()["answers"][0]["type"] == "predicate"

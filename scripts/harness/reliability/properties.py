@@ -70,7 +70,11 @@ def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 @st.composite
 def mutated_documents(draw: st.DrawFn) -> Any:
     """A valid document with one node replaced, deleted, or given an unknown sibling key."""
-    document = draw(valid_documents(max_options=MAX_OPTIONS + 2))
+    return mutate(draw, draw(valid_documents(max_options=MAX_OPTIONS + 2)))
+
+
+def mutate(draw: st.DrawFn, document: Any) -> Any:
+    """`document` (any contract's) with one node replaced, deleted, or given an unknown sibling key."""
     path = draw(st.sampled_from(_nodes(document)))
     if not path:
         return draw(JSON_VALUES)
@@ -126,7 +130,7 @@ def expected_dump(document: dict[str, Any]) -> dict[str, Any]:
     return expected
 
 
-def _settings(max_examples: int, shrink: bool) -> settings:
+def bounded_settings(max_examples: int, shrink: bool) -> settings:
     phases = (Phase.explicit, Phase.generate, Phase.shrink) if shrink else (Phase.explicit, Phase.generate)
     return settings(max_examples=max_examples, deadline=None, derandomize=True, database=None, phases=phases,
                     suppress_health_check=list(HealthCheck), print_blob=True)
@@ -136,7 +140,7 @@ def check_validation(max_examples: int) -> Counter[str]:
     """In-process: the three generators against `parse_request`; raises on the first counterexample."""
     tried: Counter[str] = Counter()
 
-    @_settings(max_examples, shrink=True)
+    @bounded_settings(max_examples, shrink=True)
     @given(st.data())
     def properties(data: st.DataObject) -> None:
         kind = data.draw(st.sampled_from(["valid", "mutated", "bytes"]))
@@ -189,7 +193,7 @@ def check_http(max_examples: int, post: Callable[[bytes], httpx.Response]) -> Co
     """
     tried: Counter[str] = Counter()
 
-    @_settings(max_examples, shrink=False)
+    @bounded_settings(max_examples, shrink=False)
     @given(st.data())
     def over_http(data: st.DataObject) -> None:
         kind = data.draw(st.sampled_from(["valid", "mutated", "bytes"]))

@@ -1,0 +1,123 @@
+"""Property-based checks of the OpenAI Decisions door over HTTP (hypothesis), on the real adapter.
+
+Generators: small valid requests (every question type, typed choice values, names, string or message input),
+mutations of them (a node replaced, deleted, or joined by an unknown key) and hostile bytes. Properties: nothing gets
+a 5xx; every error is OpenAI's envelope (`error.message`, `type`, `param`, `code`); every 200 is strict JSON with
+one answer per question, in order, of the asked type (or a refusal), carrying the question's name and probability
+distributions. Runs are derandomized and bounded in count; no shrinking, so a failure costs one example.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from hypothesis import given
+from hypothesis import strategies as st
+
+from .properties import UTF8_TEXT, bounded_settings, mutate, strict_json
+
+ANSWER_TYPES = {"predicate": "predicate", "choice": "choice", "score": "score"}
+VALUES = st.text(UTF8_TEXT, min_size=1, max_size=12) | st.booleans()
+
+
+@st.composite
+def valid_requests(draw: st.DrawFn, model: str = "jev-latest", max_text: int = 24) -> dict[str, Any]:
+    text = st.text(UTF8_TEXT, min_size=1, max_size=max_text)
+    questions = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["predicate", "choice", "score"]))
+        question: dict[str, Any] = {"type": kind, "instructions": draw(text)}
+        if kind == "choice":
+            values = draw(st.lists(VALUES, min_size=2, max_size=4, unique_by=lambda v: (type(v), v)))
+            question["choices"] = [{"value": v, **({"description": draw(text)} if draw(st.booleans()) else {})}
+                                   for v in values]
+        elif kind == "score":
+            question["levels"] = [{"label": draw(text)} for _ in range(draw(st.integers(2, 4)))]
+        if draw(st.booleans()):
+            question["name"] = draw(text)
+        questions.append(question)
+    state = draw(text)
+    content = state if draw(st.booleans()) else [{"role": "user", "content": [{"type": "input_text", "text": state}]}]
+    return {"model": model, "input": content, "questions": questions}
+
+
+@st.composite
+def mutated_requests(draw: st.DrawFn) -> Any:
+    return mutate(draw, draw(valid_requests()))
+
+
+@st.composite
+def hostile_bytes(draw: st.DrawFn) -> bytes:
+    raw = json.dumps(draw(valid_requests())).encode()
+    edit = draw(st.sampled_from(["noise", "truncate", "splice", "constant"]))
+    if edit == "noise":
+        return draw(st.binary(max_size=256))
+    if edit == "truncate":
+        return raw[:draw(st.integers(0, len(raw) - 1))]
+    if edit == "splice":
+        at = draw(st.integers(0, len(raw)))
+        return raw[:at] + draw(st.binary(min_size=1, max_size=8)) + raw[at:]
+    literal = draw(st.sampled_from([b"NaN", b"Infinity", b"1e999", b"-0"]))
+    return raw.replace(b'{"model"', b'{"x_temperature": ' + literal + b', "model"', 1)
+
+
+def _distribution(probabilities: list[float]) -> bool:
+    return all(math.isfinite(p) and 0 <= p <= 1 for p in probabilities) and abs(math.fsum(probabilities) - 1) < 1e-6
+
+
+def answer_problem(sent: Any, response: httpx.Response) -> str | None:
+    """Why an answer to a generated body breaks OpenAI's contract, or None."""
+    status = response.status_code
+    try:
+        document = strict_json(response.content)
+    except ValueError as error:
+        return f"{status} with a body that is not strict JSON: {error}"
+    if status >= 500:
+        return f"a server error for a client's body: {status} {response.text[:300]}"
+    if status != 200:
+        error = document.get("error") if isinstance(document, dict) else None
+        if not isinstance(error, dict) or set(error) != {"message", "type", "param", "code"} or not error["message"]:
+            return f"{status} without OpenAI's error envelope: {response.text[:300]}"
+        return None
+    answers = document.get("answers")
+    if not isinstance(sent, dict) or not isinstance(answers, list) or len(answers) != len(sent["questions"]):
+        return "200 without one answer per question"
+    for asked, answer in zip(sent["questions"], answers, strict=True):
+        if answer["type"] not in (ANSWER_TYPES[asked["type"]], "refusal") or answer["name"] != asked.get("name"):
+            return f"an answer of another type or name: {answer}"
+        if answer["type"] == "choice" and (not _distribution([p["probability"] for p in answer["probabilities"]])
+                                           or [p["value"] for p in answer["probabilities"]]
+                                           != [c["value"] for c in asked["choices"]]):
+            return f"a choice whose probabilities are not a distribution over the values sent: {answer}"
+        if answer["type"] == "score" and not _distribution([p["probability"] for p in answer["probabilities"]]):
+            return f"a score whose probabilities are not a distribution: {answer}"
+        if answer["type"] == "predicate" and not 0 <= answer["probability"] <= 1:
+            return f"a predicate probability out of range: {answer}"
+    return None
+
+
+def check_decisions_http(max_examples: int, post: Callable[[bytes], httpx.Response]) -> Counter[str]:
+    """POST generated bodies to `/v1/decisions`; raises on the first broken answer."""
+    tried: Counter[str] = Counter()
+
+    @bounded_settings(max_examples, shrink=False)
+    @given(st.data())
+    def over_http(data: st.DataObject) -> None:
+        kind = data.draw(st.sampled_from(["valid", "mutated", "bytes"]))
+        sent: Any = data.draw({"valid": valid_requests(), "mutated": mutated_requests(),
+                               "bytes": hostile_bytes()}[kind])
+        raw = sent if isinstance(sent, bytes) else json.dumps(sent).encode()
+        response = post(raw)
+        tried[f"{kind} -> {response.status_code}"] += 1
+        problem = answer_problem(sent, response)
+        if kind == "valid" and response.status_code != 200:
+            problem = f"a valid request got {response.status_code}: {response.text[:300]}"
+        assert problem is None, f"{problem}\nsent: {raw[:500]!r}"
+
+    over_http()
+    return tried
