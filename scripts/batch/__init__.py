@@ -6,11 +6,13 @@
     semif batch INPUT.jsonl -o OUTPUT.jsonl --transform --env prod --instance-count 2
     semif batch s3://bucket/in.jsonl -o OUTPUT.jsonl --transform --model-name M --output-uri s3://...
 
-Each INPUT line is one adapter request in either of its contracts: a SemIf decision (`{"decision": {"id": ...},
-...}`, ids unique) or a System One request (`{"state": ..., "questions": {...}}`); a file may mix them. OUTPUT gets
-one line per input line, in input order: the adapter's answer byte for byte (a System One answer followed by
-`"x_line": N, "x_request_sha256": ...`, since a request has no id), or the adapter's error for a line it refused
-(`{"error": {...}, "line": N, "decision_id"}`; System One's `{"detail": ..., "line": N, "x_request_sha256"}`). A
+Each INPUT line is one adapter request in any of its contracts: a SemIf decision (`{"decision": {"id": ...},
+...}`, ids unique), a System One request (`{"state": ..., "questions": {...}}`) or an OpenAI Decisions request
+(`{"model": ..., "input": ..., "questions": [...]}`); a file may mix them. OUTPUT gets one line per input line, in
+input order: the adapter's answer byte for byte (a System One or OpenAI answer followed by `"x_line": N,
+"x_request_sha256": ...`, since a request has no id), or the adapter's error for a line it refused (`{"error": {...},
+"line": N, "decision_id"}`; System One's `{"detail": ..., "line": N, "x_request_sha256"}`, OpenAI's `{"error":
+{"message", "type", "param", "code"}, "line": N, "x_request_sha256"}`). A
 rerun skips the lines OUTPUT already holds and appends the rest; lines that failed for the moment (busy, stopping,
 unreachable) are not written, so a rerun asks them again. Exit status:
 0 when every line is answered, 1 when some failed or the run stopped (one line on stderr says why), 2 for bad
@@ -58,8 +60,8 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     realtime = parser.add_argument_group("real-time targets (--local, --endpoint-url, --endpoint)")
     realtime.add_argument("--concurrency", type=_positive, help="requests in flight (default 1)")
     realtime.add_argument("--max-decisions", type=_positive,
-                          help=f"decisions per request: a SemIf line is one, a System One line one per question "
-                               f"(default {DECISIONS_PER_REQUEST})")
+                          help=f"decisions per request: a SemIf line is one, a System One or OpenAI line one per "
+                               f"question (default {DECISIONS_PER_REQUEST})")
     realtime.add_argument("--max-request-bytes", type=_positive,
                           help=f"request body limit (default {REQUEST_BYTES:,}, under SageMaker's 6 MB)")
     realtime.add_argument("--attempts", type=_positive,

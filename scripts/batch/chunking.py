@@ -3,9 +3,9 @@
 The byte limit keeps each request under SageMaker's real-time payload limit; the cap keeps each request's
 answer well inside the 60 s SageMaker allows an invocation (the adapter decides a few at a time, so a request's
 time grows with its decisions) and its place in the adapter's queue small enough for other requests to share it.
-The cap counts decisions as the adapter's queue does: a SemIf line is one, a System One line one per question (a
-line is never split, so a line of more questions than the cap goes alone). A line larger than the limit on its own
-can never be sent and is answered locally with an error.
+The cap counts decisions as the adapter's queue does: a SemIf line is one, a System One or OpenAI line one per
+question (a line is never split, so a line of more questions than the cap goes alone). A line larger than the limit
+on its own can never be sent and is answered locally with an error.
 """
 
 from __future__ import annotations

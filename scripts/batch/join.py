@@ -2,9 +2,10 @@
 
 An answer is kept byte for byte as the adapter wrote it. A SemIf answer must carry its line's decision id; an error
 line gets the input's line number and the decision id, so OUTPUT can be read by id without INPUT at hand. A System
-One answer must answer its line's question ids, and it and its errors say which INPUT line they answer
-(`systemone_lines`). Errors that the same line would get again (the request itself is refused) are final and
-written; errors of the moment (a busy, stopping or unreachable endpoint) are not, so a rerun asks those lines again.
+One answer must answer its line's question ids, an OpenAI one its questions in order, and they and their errors say
+which INPUT line they answer (`systemone_lines`). Errors that the same line would get again (the request itself is
+refused) are final and written; errors of the moment (a busy, stopping or unreachable endpoint) are not, so a rerun
+asks those lines again.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ class Result:
 
 
 def error_record(record: InputRecord, code: str, message: str, field: str | None = None) -> bytes:
-    """The adapter's error line, numbered as in the input file and carrying the decision id (a System One line's:
-    its error document, numbered, with the line's digest)."""
-    if record.systemone:
+    """The adapter's error line, numbered as in the input file and carrying the decision id (a System One or OpenAI
+    line's: its error document in its contract, numbered, with the line's digest)."""
+    if record.numbered:
         return systemone_lines.tool_error(record, code, message)
     error = {"code": code, "message": message, **({"field": field} if field else {})}
     return json.dumps({"error": error, "line": record.number, "decision_id": record.decision_id},
@@ -55,7 +56,7 @@ def _settled(index: int, record: InputRecord, code: str, line: bytes) -> Result:
 
 
 def failed(index: int, record: InputRecord, code: str, message: str, field: str | None = None) -> Result:
-    code = systemone_lines.error_type(code) if record.systemone else code
+    code = systemone_lines.error_type(code) if record.numbered and not record.openai else code
     return _settled(index, record, code, error_record(record, code, message, field))
 
 
@@ -72,18 +73,18 @@ def _one(index: int, record: InputRecord, line: bytes) -> Result:
     if not isinstance(document, dict):
         raise JoinError(f"the answer for line {record.number} is not a JSON object")
     error = document.get("error")
-    if isinstance(error, dict):  # SemIf's shape (also the adapter's answer to a line that is no request at all)
+    if isinstance(error, dict) and not record.openai:  # SemIf's (also the adapter's to a line that is no request)
         return failed(index, record, str(error.get("code", "error")), str(error.get("message", "")),
                       error.get("field"))
-    if record.systemone:
-        return _systemone(index, record, line, document)
+    if record.numbered:
+        return _numbered(index, record, line, document)
     if document.get("decision_id") != record.decision_id:
         raise JoinError(f"line {record.number} holds decision {record.decision_id!r}, but its answer is for "
                         f"{document.get('decision_id')!r}: answers out of order")
     return Result(index, record, line)
 
 
-def _systemone(index: int, record: InputRecord, line: bytes, document: dict[str, Any]) -> Result:
+def _numbered(index: int, record: InputRecord, line: bytes, document: dict[str, Any]) -> Result:
     code = systemone_lines.error_code(document)
     if code is not None:
         return _settled(index, record, code, systemone_lines.error_line(record, document))

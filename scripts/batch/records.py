@@ -1,11 +1,13 @@
 """The input file: one adapter request per line, each found again by its key.
 
-A line speaks one of the adapter's two contracts, as the adapter tells them apart: a System One request (an object
-with `questions` and no `decision`) or a SemIf decision (`{"decision": {"id": ...}, ...}`). Only what joining needs
-is checked here (a JSON object per line; a SemIf line with a unique `decision.id`); the rest of the schema is the
-adapter's to judge, and a line it refuses is answered with an error on that line. A SemIf line is known by its
-decision id (an answer is matched to its line by id, and a rerun skips the ids already answered); a System One
-request carries no id, so it is known by its line number in INPUT, and its answer must answer its question ids.
+A line speaks one of the adapter's three contracts, as the adapter tells them apart: an OpenAI Decisions request (an
+object with `input` and a list of `questions`), a System One request (an object with `questions` and no `decision`)
+or a SemIf decision (`{"decision": {"id": ...}, ...}`). Only what joining needs is checked here (a JSON object per
+line; a SemIf line with a unique `decision.id`); the rest of the schema is the adapter's to judge, and a line it
+refuses is answered with an error on that line. A SemIf line is known by its decision id (an answer is matched to
+its line by id, and a rerun skips the ids already answered); a System One or OpenAI request carries no id, so it is
+known by its line number in INPUT (it is `numbered`), and its answer must answer its questions: a System One one its
+question ids, an OpenAI one its questions in order (each answer of the question's type, or a refusal, and name).
 """
 
 from __future__ import annotations
@@ -27,13 +29,19 @@ Key = str | int  # how OUTPUT knows a line: a SemIf decision by its id, a System
 @dataclass(frozen=True)
 class InputRecord:
     number: int  # 1-based line number in the input file, as an editor counts
-    decision_id: str | None  # a SemIf line's decision.id; None on a System One line (a request has no id)
+    decision_id: str | None  # a SemIf line's decision.id; None on a System One or OpenAI line (no id)
     raw: bytes  # the line as sent, without its newline
     question_ids: tuple[str, ...] = ()  # a System One request's question ids, in request order
+    asked: tuple[tuple[str, str | None], ...] | None = None  # an OpenAI request's questions: (type, name), in order
 
     @property
-    def systemone(self) -> bool:
+    def numbered(self) -> bool:
+        """A System One or OpenAI line: known by its line number, as a request has no id."""
         return self.decision_id is None
+
+    @property
+    def openai(self) -> bool:
+        return self.asked is not None
 
     @property
     def key(self) -> Key:
@@ -42,7 +50,9 @@ class InputRecord:
     @property
     def decisions(self) -> int:
         """What the adapter decides for the line (and admits into its queue): a decision per System One question."""
-        return max(1, len(self.question_ids)) if self.systemone else 1
+        if self.asked is not None:
+            return max(1, len(self.asked))
+        return max(1, len(self.question_ids)) if self.numbered else 1
 
     @property
     def label(self) -> str:
@@ -50,7 +60,7 @@ class InputRecord:
 
     @property
     def digest(self) -> str:
-        """The line's sha256: a System One line's answer in OUTPUT carries it, so a rerun can tell INPUT changed."""
+        """The line's sha256: a numbered line's answer in OUTPUT carries it, so a rerun can tell INPUT changed."""
         return hashlib.sha256(self.raw).hexdigest()
 
 
@@ -73,17 +83,30 @@ class InputFile:
         OUTPUT lacks first (identical requests get identical answers, so which copy was asked does not matter)."""
         known = self.by_id()
         copies: dict[bytes, deque[InputRecord]] = defaultdict(deque)
-        for record in sorted((r for r in self.records if r.systemone), key=lambda r: finished(r.key)):  # stable
+        for record in sorted((r for r in self.records if r.numbered), key=lambda r: finished(r.key)):  # stable
             copies[record.raw].append(record)
         found: list[InputRecord] = []
         strangers: list[InputRecord] = []
         for line in lines:
-            if line.systemone:
+            if line.numbered:
                 match = copies[line.raw].popleft() if copies[line.raw] else None
             else:
                 match = known.get(line.decision_id or "")
             (strangers if match is None else found).append(match or line)
         return found, strangers
+
+
+def speaks_openai(document: Any) -> bool:
+    """The adapter's rule (semif_adapter.doors.openai_schema.speaks_decisions), checked before the others: an object
+    with `input` and a list of `questions`."""
+    return isinstance(document, dict) and "input" in document and isinstance(document.get("questions"), list)
+
+
+def _asked(question: Any) -> tuple[str, str | None]:
+    """An OpenAI question's (type, name) as its answer must carry them (whatever the adapter makes of the rest)."""
+    fields = question if isinstance(question, dict) else {}
+    name = fields.get("name")
+    return str(fields.get("type")), name if isinstance(name, str) else None
 
 
 def speaks_systemone(document: Any) -> bool:
@@ -98,6 +121,8 @@ def _record(number: int, line: bytes) -> InputRecord:
         document = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"not JSON ({error})") from None
+    if speaks_openai(document):
+        return InputRecord(number, None, line, asked=tuple(_asked(q) for q in document["questions"]))
     if speaks_systemone(document):
         questions = document["questions"]
         return InputRecord(number, None, line, tuple(questions) if isinstance(questions, dict) else ())
@@ -105,7 +130,8 @@ def _record(number: int, line: bytes) -> InputRecord:
     identifier = decision.get("id") if isinstance(decision, dict) else None
     if not isinstance(identifier, str) or not identifier:
         raise ValueError("no decision.id (each line is one request: {\"decision\": {\"id\": ..., ...}, ...}, or a "
-                         "System One request with \"questions\")")
+                         "System One request with \"questions\", or an OpenAI one with \"input\" and a list of "
+                         "\"questions\")")
     return InputRecord(number, identifier, line)
 
 

@@ -1,10 +1,10 @@
 """OUTPUT: read what an earlier run finished, then append the new lines in input order.
 
 A rerun asks only the lines OUTPUT does not hold a final line for (a SemIf line known by its decision id, a System
-One line by its INPUT line number and digest), and appends: a finished line is never rewritten. Lines are written in
-input order as their requests complete (a reorder buffer absorbs concurrent requests finishing out of order), each
-with one write and a flush, so an interrupted run leaves at most one incomplete last line; the next run cuts it off
-and asks that line again.
+One or OpenAI line by its INPUT line number and digest), and appends: a finished line is never rewritten. Lines are
+written in input order as their requests complete (a reorder buffer absorbs concurrent requests finishing out of
+order), each with one write and a flush, so an interrupted run leaves at most one incomplete last line; the next run
+cuts it off and asks that line again.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _finished_line(line: bytes, number: int, path: Path, known: dict[str, InputR
         raise BatchRefused(f"{path}: line {number} is not an answer or error line with a decision_id (nor a System "
                            "One line with its x_request_sha256); is OUTPUT a file this tool wrote?")
     record = numbered.get(place[0])
-    if record is None or not record.systemone or record.digest != place[1]:
+    if record is None or not record.numbered or record.digest != place[1]:
         raise BatchRefused(f"{path}: line {number} answers a System One request that input line {place[0]} does "
                            "not hold (its x_request_sha256 differs): OUTPUT belongs to another input, or the input "
                            "was edited since (choose another -o)")

@@ -157,7 +157,7 @@ def attached(s3: Any, sagemaker: Any, name: str, inputs: InputFile, previous: Pr
     download(s3, location, path)
     records, strangers = inputs.locate(parse_input(path.read_bytes(), location.uri).records, previous.finished)
     if strangers:
-        shown = ", ".join(f"{s.label} of the job's input" if s.systemone else s.label for s in strangers[:3])
+        shown = ", ".join(f"{s.label} of the job's input" if s.numbered else s.label for s in strangers[:3])
         raise BatchRefused(f"transform job {name} read requests that the input does not hold ({shown}): is it "
                            "another input's job?")
     return Staged(location, records)

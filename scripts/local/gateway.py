@@ -14,10 +14,11 @@ SageMaker does, refuses a request without one or naming a component it does not 
 `GET /ping` (not part of the AWS API) is 200 once every container's is.
 On the same port `POST /` with `X-Amz-Target: SageMaker.<Operation>` reaches the control-plane reads that SDKs make
 before invoking (`DescribeEndpoint` and a few more: `control_plane`), so one endpoint URL serves both services.
-`POST /v1/systemone` and `GET /v1/models` (System One, not part of the AWS API) reach the decision container's own
-routes (`systemone_door`), so the official System One SDK works with `base_url=` the gateway; with a keys file
-(`api_keys`) they are instead the System One API the CDK app deploys on AWS (`systemone_front`: Bearer keys, then
-InvokeEndpoint through this gateway's own SageMaker API, the same code as the API's Lambda functions).
+`POST /v1/systemone` (System One), `POST /v1/decisions` (OpenAI's Decisions API) and `GET /v1/models` (both), not
+part of the AWS API, reach the decision container's own routes (`systemone_door`), so the official System One SDK
+works with `base_url=` the gateway and the openai SDK with `base_url=` its `/v1`; with a keys file (`api_keys`) they
+are instead the API the CDK app deploys on AWS (`systemone_front`: Bearer keys, then InvokeEndpoint through this
+gateway's own SageMaker API, the same code as the API's Lambda functions).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from semif_decision_client.systemone_wire import DECISIONS_PATH, MODELS_PATH, SYSTEMONE_PATH
+
 from .control_plane import ControlPlane
 from .eventstream import payload_part, stream_exception
 from .proxy import closing_client, open_stream
@@ -46,7 +49,7 @@ from .sagemaker_errors import (
     no_components,
     request_id,
 )
-from .systemone_door import MODELS_PATH, SYSTEMONE_PATH, decision_door, forward
+from .systemone_door import decision_door, forward
 from .systemone_front import DEFAULT_TIMEOUT_S, LocalFront
 
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
@@ -154,8 +157,9 @@ class Gateway:
                 Route("/endpoints/{name}/invocations", self.invoke, methods=["POST"]),
                 Route("/endpoints/{name}/invocations-response-stream", self.invoke_stream, methods=["POST"]),
                 Route("/ping", self.ping, methods=["GET"]),
-                Route(SYSTEMONE_PATH, self.systemone, methods=["POST"]),
-                Route(MODELS_PATH, self.systemone, methods=["GET"]),
+                Route(SYSTEMONE_PATH, self.doors, methods=["POST"]),
+                Route(DECISIONS_PATH, self.doors, methods=["POST"]),
+                Route(MODELS_PATH, self.doors, methods=["GET"]),
                 Route("/", self.root, methods=["POST"]),
                 Route("/{path:path}", self.unknown, methods=methods),
             ],
@@ -247,8 +251,8 @@ class Gateway:
         healthy = all(status == 200 for status in statuses.values())
         return JSONResponse({"endpoints": statuses}, status_code=200 if healthy else 503)
 
-    async def systemone(self, request: Request) -> Response:
-        """System One's routes: the decision container's own answer (`systemone_door.forward`), or the front's."""
+    async def doors(self, request: Request) -> Response:
+        """The decision container's routes: its own answer (`systemone_door.forward`), or the front's."""
         started = time.monotonic()
         if self.front is not None:
             response = await self.front.answer(request)
@@ -267,15 +271,16 @@ class Gateway:
         return error_response("UnknownOperationException",
                               f"{request.method} {request.url.path} is not a SageMaker runtime operation "
                               f"served locally ({INVOKE}, {INVOKE_STREAM}; control-plane calls come as POST / "
-                              f"with X-Amz-Target: SageMaker.<Operation>; System One's POST /v1/systemone and "
-                              f"GET /v1/models).")
+                              f"with X-Amz-Target: SageMaker.<Operation>; the decision container's POST "
+                              f"/v1/systemone, POST /v1/decisions and GET /v1/models).")
 
 
 def create_gateway(containers: Routes, decision: str | None = None, api_keys: Path | None = None,
                    api_timeout_s: float = DEFAULT_TIMEOUT_S) -> Starlette:
     """The gateway app; `containers` maps endpoint names to container base URLs, or to `{component: URL}` for an
-    endpoint that hosts inference components. `decision` (an endpoint, or `endpoint/component`) answers System One;
+    endpoint that hosts inference components. `decision` (an endpoint, or `endpoint/component`) answers System One
+    and OpenAI's Decisions API;
     by default the one named for the decision role (`{prefix}-decision`, see `systemone_door.decision_door`).
-    `api_keys` (a keys file) puts the System One API's front on System One's routes (`systemone_front`), with
+    `api_keys` (a keys file) puts the API's front on those routes (`systemone_front`), with
     `api_timeout_s` as its integration timeout."""
     return Gateway(containers, decision, api_keys, api_timeout_s).app()

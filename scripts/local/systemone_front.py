@@ -1,8 +1,8 @@
 """The System One API as AWS serves it, on the local gateway (`semif local --api-keys FILE`): the same front code.
 
 With a keys file (the container's format, `KEY_ID sha256:HEX` per line: `python -m semif_adapter.doors.api_keys create
-NAME`), the gateway's `POST /v1/systemone` and `GET /v1/models` are the front the CDK app deploys in front of the
-decision endpoint, running `semif_decision_client.systemone_front` as the two Lambda functions do:
+NAME`), the gateway's `POST /v1/systemone`, `POST /v1/decisions` and `GET /v1/models` are the front the CDK app deploys
+in front of the decision endpoint, running `semif_decision_client.systemone_front` as the two Lambda functions do:
 - `admit` with `semif_adapter.doors.api_keys.ApiKeys` (the authorizer's checker): no header 401, not `Bearer` 403, an
   unknown key 401, all `authentication_error` with API Gateway's messages;
 - `forward` through a boto3 `sagemaker-runtime` client pointed at this gateway's own SageMaker API (the address the
@@ -86,7 +86,8 @@ class LocalFront:
             answer = refusal(admission)
             refused = REFUSALS[admission][1]
         elif self.target is None:
-            answer = error(404, "not_found_error", f"{request.method} {request.url.path}: {self.door.reason}")
+            answer = error(404, "not_found_error", f"{request.method} {request.url.path}: {self.door.reason}",
+                           path=request.url.path)
         else:
             call = Call(request.method, request.url.path, {k.lower(): v for k, v in request.headers.items()},
                         await request.body())

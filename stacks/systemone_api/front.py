@@ -1,6 +1,7 @@
 """Your own System One API in front of the decision endpoint: `base_url` + a key, for tools outside AWS.
 
-An API Gateway REST API (regional) with `POST /v1/systemone` and `GET /v1/models`:
+An API Gateway REST API (regional) with `POST /v1/systemone` (System One), `POST /v1/decisions` (OpenAI's Decisions
+API) and `GET /v1/models` (both), every route behind the same keys, usage plan, access log and alarms:
 - a TOKEN Lambda authorizer on `Authorization` (handlers/systemone_authorizer.py) checks `Bearer <key>`
   against the hashed keys under the stack's SSM path and names the caller's usage-plan key (`apiKeySource:
   AUTHORIZER`), so the usage plan throttles (and optionally caps) every key on its own;
@@ -8,7 +9,9 @@ An API Gateway REST API (regional) with `POST /v1/systemone` and `GET /v1/models
   a shared endpoint) and answers what the container answers; both run `semif_decision_client.systemone_front`,
   the code the local gateway serves too;
 - API Gateway's own refusals (no key, a wrong key, throttling, an unknown route, the authorizer failing, a timeout)
-  are gateway responses in System One's error shape, with the statuses the SDK retries only when a retry can help.
+  are gateway responses with the statuses the SDKs retry only when a retry can help. Their templates cannot tell the
+  route (no VTL, only variable substitution), so each body carries both shapes: System One's `detail` and OpenAI's
+  `error` (`systemone_front.gateway_error`, which the local gateway's front answers too).
 
 Operations (access log with the key's id, alarms, dashboard, WAF) are in operations.py; the settings and their
 rules in stacks/config/systemone_api.py and systemone_api_rules.py.
@@ -31,7 +34,13 @@ from constructs import Construct
 
 import semif_adapter
 import semif_decision_client
-from semif_decision_client.systemone_front import DENIED_MESSAGE, UNAUTHORIZED_MESSAGE, keys_path, read_timeout_s
+from semif_decision_client.systemone_front import (
+    DENIED_MESSAGE,
+    UNAUTHORIZED_MESSAGE,
+    gateway_error,
+    keys_path,
+    read_timeout_s,
+)
 
 from ..config.deployment import Deployment
 from ..config.systemone_api import SystemOneApi
@@ -72,10 +81,11 @@ API_FUNCTION = {
     f"{NIST}LambdaInsideVPC": _VPC, "CKV_AWS_117": _VPC,
     "CKV_AWS_173": _ENVIRONMENT,
 }
-# API Gateway's own answers, in System One's error shape: (status, error_type, message or None for API Gateway's
-# own message, Retry-After). A retry helps against throttling, a failing authorizer and (maybe) a timeout, never
-# against a refused key, a used-up quota or an unknown route.
-NO_ROUTE = "no such route: System One is served at POST /v1/systemone and GET /v1/models"
+# API Gateway's own answers: (status, System One's error_type, message or None for API Gateway's own message,
+# Retry-After). A retry helps against throttling, a failing authorizer and (maybe) a timeout, never against a refused
+# key, a used-up quota or an unknown route.
+ROUTES = (("systemone", "POST"), ("decisions", "POST"), ("models", "GET"))  # under /v1
+NO_ROUTE = "no such route: this API serves POST /v1/systemone, POST /v1/decisions and GET /v1/models"
 GATEWAY_RESPONSES: dict[str, tuple[int | None, str, str | None, int | None]] = {
     "UNAUTHORIZED": (401, "authentication_error", UNAUTHORIZED_MESSAGE, None),
     "ACCESS_DENIED": (403, "authentication_error", DENIED_MESSAGE, None),
@@ -97,10 +107,14 @@ GATEWAY_RESPONSES: dict[str, tuple[int | None, str, str | None, int | None]] = {
 }
 
 
-def gateway_template(error_type: str, message: str | None) -> str:
-    """A gateway response body: a fixed message, or API Gateway's own (already a quoted JSON string)."""
-    text = json.dumps(message) if message is not None else "$context.error.messageString"
-    return f'{{"detail": {{"error_type": "{error_type}", "message": {text}}}}}'
+API_MESSAGE = "$context.error.messageString"  # API Gateway's own message, already a quoted JSON string
+
+
+def gateway_template(status: int | None, error_type: str, message: str | None) -> str:
+    """A gateway response body in both shapes (`systemone_front.gateway_error`, what the local front answers): a
+    fixed message, or API Gateway's own."""
+    body = gateway_error(status, message if message is not None else API_MESSAGE, error_type).decode()
+    return body.replace(json.dumps(API_MESSAGE), API_MESSAGE)
 
 
 class SystemOneApiFront(Construct):
@@ -206,7 +220,7 @@ class SystemOneApiFront(Construct):
         integration = apigw.LambdaIntegration(self.forwarder_function, proxy=True, allow_test_invoke=False,
                                               timeout=Duration.seconds(timeout_s))
         v1 = self.api.root.add_resource("v1")
-        for path, method in (("systemone", "POST"), ("models", "GET")):
+        for path, method in ROUTES:
             v1.add_resource(path).add_method(method, integration, authorizer=authorizer, api_key_required=True,
                                              authorization_type=apigw.AuthorizationType.CUSTOM)
 
@@ -216,7 +230,7 @@ class SystemOneApiFront(Construct):
                 f"{name.title().replace('_', '')}Response", type=getattr(apigw.ResponseType, name),
                 status_code=str(status) if status is not None else None,
                 response_headers={"Retry-After": f"'{retry_after}'"} if retry_after else None,
-                templates={"application/json": gateway_template(error_type, message)})
+                templates={"application/json": gateway_template(status, error_type, message)})
 
     def _domain(self) -> apigw.DomainName:
         domain = self.settings.domain

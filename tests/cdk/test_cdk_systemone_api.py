@@ -17,7 +17,14 @@ from cdk_support import CERTIFICATE_ARN, Synth, acknowledgements, acknowledgemen
 
 from scripts.keys.store import OUTPUTS as KEYS_OUTPUTS
 from scripts.smoke.systemone import URL_OUTPUT
-from semif_decision_client.systemone_front import ACCESS_LOG_FIELDS, DENIED_MESSAGE, UNAUTHORIZED_MESSAGE
+from semif_decision_client.systemone_front import (
+    ACCESS_LOG_FIELDS,
+    DENIED_MESSAGE,
+    UNAUTHORIZED_MESSAGE,
+    Admission,
+    refusal,
+)
+from semif_decision_client.systemone_wire import OPENAI_CODES, OPENAI_TYPES
 from stacks.systemone_api.front import BUNDLE, GATEWAY_RESPONSES, STAGE
 
 MODES = ("api", "api_shared", "api_serverless")
@@ -67,7 +74,9 @@ def paths(synth: Synth) -> dict[str, str]:
     return found
 
 
-def test_two_routes_each_behind_the_key_check_and_the_usage_plan(each_api: tuple[str, Synth]) -> None:
+def test_three_routes_each_behind_the_key_check_and_the_usage_plan(each_api: tuple[str, Synth]) -> None:
+    """System One's route, OpenAI's Decisions API and the models list both read: the same authorizer, usage plan
+    (throttle and quota are per stage), forwarder and integration timeout."""
     _, synth = each_api
     _, api = only(synth, "AWS::ApiGateway::RestApi")
     assert api["Properties"]["ApiKeySourceType"] == "AUTHORIZER"  # the authorizer names each caller's usage key
@@ -81,7 +90,7 @@ def test_two_routes_each_behind_the_key_check_and_the_usage_plan(each_api: tuple
     routes = paths(synth)
     methods = {(m["Properties"]["HttpMethod"], routes[m["Properties"]["ResourceId"]["Ref"]]): m["Properties"]
                for m in synth.resources("AWS::ApiGateway::Method").values()}
-    assert set(methods) == {("POST", "/v1/systemone"), ("GET", "/v1/models")}
+    assert set(methods) == {("POST", "/v1/systemone"), ("POST", "/v1/decisions"), ("GET", "/v1/models")}
     for method in methods.values():
         assert method["AuthorizationType"] == "CUSTOM" and method["AuthorizerId"] == {"Ref": authorizer_id}
         assert method["ApiKeyRequired"] is True
@@ -151,7 +160,9 @@ def test_the_lambda_bundle_holds_exactly_the_front_and_imports_nothing_else_of_o
     assert {Path(path).resolve().is_relative_to(bundle.resolve()) for path in loaded["ours"].values()} == {True}
 
 
-def test_api_gateways_own_answers_are_system_one_errors(api: Synth) -> None:
+def test_api_gateways_own_answers_are_system_one_and_openai_errors_at_once(api: Synth) -> None:
+    """A gateway response cannot tell the route (its template substitutes variables, no more), so its body is both
+    System One's `detail` and OpenAI's `error`: each SDK reads its own."""
     by_type = {r["Properties"]["ResponseType"]: r["Properties"]
                for r in api.resources("AWS::ApiGateway::GatewayResponse").values()}
     found = {name: by_type[getattr(apigw.ResponseType, name).response_type] for name in GATEWAY_RESPONSES}
@@ -161,15 +172,22 @@ def test_api_gateways_own_answers_are_system_one_errors(api: Synth) -> None:
         assert props.get("StatusCode") == (str(status) if status is not None else None)
         body = props["ResponseTemplates"]["application/json"].replace("$context.error.messageString",
                                                                       '"API Gateway\'s message"')
-        detail = json.loads(body)["detail"]
+        document = json.loads(body)
+        detail, error = document["detail"], document["error"]
         assert detail["error_type"] == error_type
-        assert detail["message"] == (message if message is not None else "API Gateway's message")
+        assert detail["message"] == error["message"] == (message if message is not None else "API Gateway's message")
+        assert error["code"] == OPENAI_CODES[error_type] and error["param"] is None
+        assert error["type"] == OPENAI_TYPES.get(status or 0, "server_error" if error_type == "internal_error"
+                                                 else "invalid_request_error")
         assert props.get("ResponseParameters", {}).get("gatewayresponse.header.Retry-After") == \
             (f"'{retry_after}'" if retry_after else None)
     # The local gateway's front says the same (systemone_front's messages), in API Gateway's order of statuses.
     assert (found["UNAUTHORIZED"]["StatusCode"], found["ACCESS_DENIED"]["StatusCode"]) == ("401", "403")
     assert UNAUTHORIZED_MESSAGE in found["UNAUTHORIZED"]["ResponseTemplates"]["application/json"]
     assert DENIED_MESSAGE in found["ACCESS_DENIED"]["ResponseTemplates"]["application/json"]
+    for response_type, admission in (("UNAUTHORIZED", Admission.WRONG_KEY), ("ACCESS_DENIED", Admission.NOT_BEARER)):
+        assert json.loads(found[response_type]["ResponseTemplates"]["application/json"]) == \
+            json.loads(refusal(admission)[2])  # the local front's refusal, byte for byte in meaning
     retried = {t for t, (status, *_rest) in GATEWAY_RESPONSES.items() if status in (429, 503, 504)}
     assert retried == {"THROTTLED", "AUTHORIZER_FAILURE", "AUTHORIZER_CONFIGURATION_ERROR", "INTEGRATION_TIMEOUT"}
 

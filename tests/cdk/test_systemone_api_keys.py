@@ -242,21 +242,32 @@ def test_the_stage_arn_covers_every_route_of_the_stage() -> None:
 
 # ---- the forwarding Lambda's glue ------------------------------------------------------------------------
 
+def _event(resource: str, sent: bytes, request_id: str) -> dict[str, Any]:
+    """API Gateway's proxy event for a POST to `resource`, the body as sent (base64: the API treats it as binary)."""
+    return {"httpMethod": "POST", "resource": resource, "path": resource,
+            "headers": {"Content-Type": "application/json", "Authorization": "Bearer never-forwarded"},
+            "body": base64.b64encode(sent).decode(), "isBase64Encoded": True,
+            "requestContext": {"requestId": request_id, "authorizer": {"keyId": "ops"}}}
+
+
+def _forwarded(forwarder: systemone_forwarder.Forwarder, event: dict[str, Any], sent: bytes,
+               answer: bytes) -> dict[str, Any]:
+    """The forwarder's answer to `event` where SageMaker, sent exactly `sent`, answers `answer`."""
+    with Stubber(forwarder.client) as stubber:
+        stubber.add_response("invoke_endpoint", {"Body": _streaming(answer), "ContentType": "application/json"},
+                             expected_params={"EndpointName": "semif-api-decision", "Body": sent,
+                                              "ContentType": "application/json", "Accept": "application/json"})
+        return forwarder.answer(event)
+
+
 def test_the_forwarder_reads_api_gateways_event_and_answers_its_proxy_shape(aws: Any) -> None:
     runtime = aws.client("sagemaker-runtime")
     forwarder = systemone_forwarder.Forwarder(runtime, Target("semif-api-decision"), Limits(MAX_BODY_BYTES), 28.0)
     sent = json.dumps({"state": "Grüße", "questions": {"q": {"type": "noul", "instructions": "ok?"}}},
                       ensure_ascii=False).encode()
     answer = '{"answers": {"q": {"noul": 0.5}}, "x": "Größe"}'.encode()
-    event = {"httpMethod": "POST", "resource": "/v1/systemone", "path": "/v1/systemone",
-             "headers": {"Content-Type": "application/json", "Authorization": "Bearer never-forwarded"},
-             "body": base64.b64encode(sent).decode(), "isBase64Encoded": True,
-             "requestContext": {"requestId": "apigw-1", "authorizer": {"keyId": "ops"}}}
-    with Stubber(runtime) as stubber:
-        stubber.add_response("invoke_endpoint", {"Body": _streaming(answer), "ContentType": "application/json"},
-                             expected_params={"EndpointName": "semif-api-decision", "Body": sent,
-                                              "ContentType": "application/json", "Accept": "application/json"})
-        response = forwarder.answer(event)
+    event = _event("/v1/systemone", sent, "apigw-1")
+    response = _forwarded(forwarder, event, sent, answer)
     assert response["statusCode"] == 200 and response["isBase64Encoded"] is False
     assert response["body"].encode() == answer  # UTF-8 text, byte for byte
     assert response["headers"]["x-typesafe-request-id"] == "apigw-1"
@@ -264,6 +275,24 @@ def test_the_forwarder_reads_api_gateways_event_and_answers_its_proxy_shape(aws:
     assert broken["statusCode"] == 400 and json.loads(broken["body"])["detail"]["error_type"] == \
         "invalid_request_error"
     assert systemone_forwarder.proxy_response((200, {}, b"\xff\xfe"))["isBase64Encoded"] is True
+
+
+def test_the_forwarder_serves_openais_route_in_openais_shape(aws: Any) -> None:
+    """`POST /v1/decisions`: the body goes to InvokeEndpoint as sent (the container reads it as OpenAI's); what the
+    forwarder answers itself speaks OpenAI's error shape there."""
+    runtime = aws.client("sagemaker-runtime")
+    forwarder = systemone_forwarder.Forwarder(runtime, Target("semif-api-decision"), Limits(MAX_BODY_BYTES), 28.0)
+    sent = json.dumps({"model": "jev-latest", "input": "Grüße", "questions": [
+        {"type": "predicate", "instructions": "ok?"}]}, ensure_ascii=False).encode()
+    answer = b'{"answers": [{"type": "predicate", "name": null, "probability": 0.5}]}'
+    event = _event("/v1/decisions", sent, "apigw-2")
+    response = _forwarded(forwarder, event, sent, answer)
+    assert (response["statusCode"], response["body"].encode()) == (200, answer)
+    assert response["headers"]["x-request-id"] == response["headers"]["x-typesafe-request-id"] == "apigw-2"
+    broken = forwarder.answer({**event, "body": "%%% not base64"})
+    assert broken["statusCode"] == 400 and json.loads(broken["body"])["error"]["type"] == "invalid_request_error"
+    missing = forwarder.answer({**event, "body": base64.b64encode(b'{"model": "m", "questions": []}').decode()})
+    assert missing["statusCode"] == 400 and json.loads(missing["body"])["error"]["param"] == "input"
 
 
 def test_the_forwarder_is_configured_by_its_environment_alone(aws: Any) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from semif_adapter.doors import request_schema
 from semif_adapter.core.calibration import SCORING_METHODS
+from semif_adapter.doors import request_schema
 from semif_adapter.doors.request_schema import RequestError, validate_many, validate_request
 from semif_decision_client import client
 

@@ -317,17 +317,24 @@ def _placed(job_lines: list[str], assembled: bytes) -> list[Any]:
     return expected
 
 
-def test_transform_job_answers_system_one_lines(aws: Aws, tmp_path: Path, systemone_job_lines: list[str],
-                                                systemone_assembled: bytes) -> None:
+def run_job(aws: Aws, tmp_path: Path, lines: list[str], assembled: bytes, output: Path) -> Any:
+    """A job on `lines` (written to tickets.jsonl, uploaded whole) whose output is `assembled`, joined into `output`;
+    its summary."""
     source = tmp_path / "tickets.jsonl"
-    source.write_text("".join(line + "\n" for line in systemone_job_lines), encoding="utf-8")
-    output = tmp_path / "answers.jsonl"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     _start(aws)
-    _finish(aws, _job("Completed", UPLOADED), systemone_assembled)
+    _finish(aws, _job("Completed", UPLOADED), assembled)
     summary = runner.answer(_cli(str(source), output), session=aws, poller=FakeTime().poller())
     for stub in aws.stubs.values():
         stub.assert_no_pending_responses()
     assert aws.uploads == [source.read_bytes()]
+    return summary
+
+
+def test_transform_job_answers_system_one_lines(aws: Aws, tmp_path: Path, systemone_job_lines: list[str],
+                                                systemone_assembled: bytes) -> None:
+    output = tmp_path / "answers.jsonl"
+    summary = run_job(aws, tmp_path, systemone_job_lines, systemone_assembled, output)
     written = output.read_bytes().splitlines()
     assert [json.loads(line) for line in written] == _placed(systemone_job_lines, systemone_assembled)
     assert written[0].startswith(answer_lines(systemone_assembled)[0][:-1])  # the adapter's bytes, then the place

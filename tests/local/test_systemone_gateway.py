@@ -78,7 +78,8 @@ def test_a_refusal_reaches_the_sdk_as_the_container_gave_it(local_endpoints: Any
 
 
 class ScriptedDecision:
-    """A decision container's System One routes: the next scripted answer, and what each request carried."""
+    """A decision container's own routes (System One's, OpenAI's, the models list): the next scripted answer, and
+    what each request carried."""
 
     def __init__(self) -> None:
         self.script: list[Response] = []
@@ -90,6 +91,7 @@ class ScriptedDecision:
             return self.script.pop(0)
 
         return Starlette(routes=[Route("/v1/systemone", answer, methods=["POST"]),
+                                 Route("/v1/decisions", answer, methods=["POST"]),
                                  Route("/v1/models", answer, methods=["GET"])])
 
 

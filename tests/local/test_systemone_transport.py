@@ -210,6 +210,16 @@ def stubbed_sdk(add: Callable[[Stubber], None], **options: Any) -> tuple[TypeSaf
     return TypeSafeClient(api_key="iam", base_url=PLACEHOLDER_URL, transport=transport, retry=NO_RETRY), stubber
 
 
+def client_error(code: str, aws_status: int, fields: dict[str, Any]) -> tuple[str, Callable[[Stubber], None]]:
+    """SageMaker's error `code` as Stubber answers it (request id `aws-request-1`, Retry-After 2), and its message
+    (`fields`' `message`, or one made up)."""
+    fields = dict(fields)
+    message = fields.pop("message", f"{code} from SageMaker")
+    return message, lambda stub: stub.add_client_error(
+        "invoke_endpoint", code, message, aws_status, modeled_fields=fields or None,
+        response_meta={"RequestId": "aws-request-1", "HTTPHeaders": {"retry-after": "2"}})
+
+
 CONTAINER_422 = {"detail": [{"loc": ["body", "state"], "msg": "state must not be empty", "type": "value_error"}]}
 CONTAINER_503 = {"detail": {"error_type": "service_unavailable", "message": "all slots busy"}}
 
@@ -237,11 +247,8 @@ def test_sagemakers_errors_become_answers_the_sdk_handles(aws: tuple[str, int, d
     """A client's mistake stays a 4xx (the SDK retries 408, 429 and 5xx only); the container's answer comes back as
     it gave it."""
     (code, aws_status, fields), (raised, status, error_type) = aws, expected
-    fields = dict(fields)
-    message = fields.pop("message", f"{code} from SageMaker")
-    client, stubber = stubbed_sdk(lambda stub: stub.add_client_error(
-        "invoke_endpoint", code, message, aws_status, modeled_fields=fields or None,
-        response_meta={"RequestId": "aws-request-1", "HTTPHeaders": {"retry-after": "2"}}))
+    message, add = client_error(code, aws_status, fields)
+    client, stubber = stubbed_sdk(add)
     with client, pytest.raises(raised) as failed:
         client.system_one(state="s", questions=QUESTIONS)
     stubber.assert_no_pending_responses()

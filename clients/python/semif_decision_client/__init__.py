@@ -2,9 +2,9 @@
 
     from semif_decision_client import DecisionClient, DecisionRequest, Policy
 
-The System One SDK's transport to SageMaker (`SageMakerTransport`, `AsyncSageMakerTransport`) needs httpx2, the
-optional extra `semif-decision-client[systemone]`: it is imported when first asked for, so boto3 alone still serves
-everything else.
+The SageMaker transport of the System One SDK and of the openai SDK's Decisions API (`SageMakerTransport`,
+`AsyncSageMakerTransport`) needs httpx2, the optional extra `semif-decision-client[systemone]` or `[openai]`: it is
+imported when first asked for, so boto3 alone still serves everything else.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -1,4 +1,5 @@
-"""The official System One SDK (`typesafe-sdk`) against a decision endpoint on SageMaker, signed with boto3.
+"""The decision endpoint's SDKs on SageMaker, signed with boto3: the official System One SDK (`typesafe-sdk`) and
+the openai SDK's Decisions API (`openai`, 3.51.0 and later), both on httpx2.
 
     from typesafe_sdk import TypeSafeClient
     from semif_decision_client import SageMakerTransport
@@ -6,21 +7,32 @@
     client = TypeSafeClient(api_key="iam", base_url="https://sagemaker.invalid",
                             transport=SageMakerTransport("semif-prod-decision", region="eu-west-1"))
 
-SageMaker has no Bearer keys and routes only `/invocations`: this httpx2 transport turns the SDK's HTTP calls into
-`InvokeEndpoint` calls of a boto3 `sagemaker-runtime` client (so credentials, region, `endpoint_url` and signing are
-boto3's, as everywhere else), where the adapter answers System One. `POST /v1/systemone` goes as the body (a body with
-`questions` is System One there); `GET /v1/models` goes with the custom attributes `route=/v1/models`. The SDK calls
-the transport once per attempt, so each retry is a new, freshly signed call; the runtime client makes one attempt
-(the SDK's `RetryPolicy` is the one retry loop). Bodies go uncompressed (SageMaker drops `Content-Encoding`).
+    import httpx2
+    from openai import AsyncOpenAI, OpenAI
+    from semif_decision_client import AsyncSageMakerTransport, SageMakerTransport
 
-SageMaker's own errors become the HTTP answers the SDK knows how to handle (it retries 408, 429 and 5xx only, so a
-client's mistake stays a 4xx): a container's answer wrapped in `ModelError` comes back as the container gave it
+    client = OpenAI(base_url="https://sagemaker.invalid/v1", api_key="iam",
+                    http_client=httpx2.Client(transport=SageMakerTransport("semif-prod-decision", region="eu-west-1")))
+    client.decisions.create(model="jev-latest", input="...", questions=[{"type": "predicate", "instructions": "..."}])
+    async_client = AsyncOpenAI(base_url="https://sagemaker.invalid/v1", api_key="iam", http_client=httpx2.AsyncClient(
+        transport=AsyncSageMakerTransport("semif-prod-decision", region="eu-west-1")))
+
+SageMaker has no Bearer keys and routes only `/invocations`: this httpx2 transport turns the SDKs' HTTP calls into
+`InvokeEndpoint` calls of a boto3 `sagemaker-runtime` client (so credentials, region, `endpoint_url` and signing are
+boto3's, as everywhere else). `POST /v1/systemone` and `POST /v1/decisions` go as the body (the container tells the
+two apart by it); `GET /v1/models` goes with the custom attributes `route=/v1/models` and answers both SDKs' lists.
+Each SDK calls the transport once per attempt, so each retry is a new, freshly signed call; the runtime client makes
+one attempt (the SDK's retries are the one retry loop). Bodies go uncompressed (SageMaker drops `Content-Encoding`).
+
+SageMaker's own errors become the HTTP answers the SDKs know how to handle (both retry 408, 429 and 5xx only, so a
+client's mistake stays a 4xx), in the shape of the door called (OpenAI's `{"error": {...}}` on `/v1/decisions`, System
+One's `{"detail": {...}}` elsewhere): a container's answer wrapped in `ModelError` comes back as the container gave it
 (status and body); throttling is 429; `ServiceUnavailable` and `ModelNotReadyException` 503; an invocation timeout
 504; an unknown endpoint 404; every other AWS error keeps its own status. The SDK's `api_key` is never sent. That
-mapping, the routes and the body decoding are `systemone_wire`'s, shared with the System One front (the HTTPS API in
-front of the endpoint), so a call means the same through either.
+mapping, the routes and the body decoding are `systemone_wire`'s, shared with the front (the HTTPS API in front of
+the endpoint), so a call means the same through either.
 
-Needs httpx2 (`pip install 'semif-decision-client[systemone]'`); the rest of the package needs boto3 alone.
+Needs httpx2 (`pip install 'semif-decision-client[systemone]'` or `[openai]`); the rest of the package needs boto3.
 """
 
 from __future__ import annotations
@@ -31,8 +43,8 @@ try:
     import anyio.to_thread
     import httpx2
 except ImportError as missing:  # the package's core is boto3-only; this module is the optional extra
-    raise ImportError("SageMakerTransport needs httpx2 (the System One SDK's HTTP library): "
-                      "pip install 'semif-decision-client[systemone]' (or pip install typesafe-sdk)") from missing
+    raise ImportError("SageMakerTransport needs httpx2 (the System One and openai SDKs' HTTP library): "
+                      "pip install 'semif-decision-client[systemone]' or 'semif-decision-client[openai]'") from missing
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -50,7 +62,7 @@ from .systemone_wire import Answer, Call, Target, error_document, invoke
 
 
 class _EndpointInvoker:
-    """One endpoint's InvokeEndpoint, answering the SDK's requests as HTTP responses (blocking, as boto3 is)."""
+    """One endpoint's InvokeEndpoint, answering an SDK's requests as HTTP responses (blocking, as boto3 is)."""
 
     def __init__(self, endpoint_name: str, *, region: str | None = None, inference_component: str | None = None,
                  session: Any = None, endpoint_url: str | None = None, client: Any = None,
@@ -82,9 +94,9 @@ class _EndpointInvoker:
         except (EndpointConnectionError, ConnectionClosedError) as error:
             raise httpx2.ConnectError(str(error), request=request) from None
         except (NoCredentialsError, PartialCredentialsError) as error:
-            return _refusal(401, f"no AWS credentials to sign with: {error}")
+            return _refusal(401, f"no AWS credentials to sign with: {error}", call.path)
         except ParamValidationError as error:
-            return _refusal(400, str(error))
+            return _refusal(400, str(error), call.path)
         except BotoCoreError as error:  # anything else on the way: a connection problem as far as the SDK knows
             raise httpx2.TransportError(f"{type(error).__name__}: {error}", request=request) from None
 
@@ -93,19 +105,21 @@ class _EndpointInvoker:
             self._client.close()
 
 
-def _refusal(status: int, message: str) -> Answer:
-    return status, {"content-type": CONTENT_TYPE}, error_document(status, message)
+def _refusal(status: int, message: str, path: str) -> Answer:
+    return status, {"content-type": CONTENT_TYPE}, error_document(status, message, path=path)
 
 
 class SageMakerTransport(_EndpointInvoker, httpx2.BaseTransport):
-    """`TypeSafeClient(api_key="iam", base_url=..., transport=SageMakerTransport(endpoint_name, region=...))`."""
+    """`TypeSafeClient(..., transport=SageMakerTransport(endpoint_name, region=...))`, or the openai SDK's
+    `OpenAI(..., http_client=httpx2.Client(transport=SageMakerTransport(endpoint_name, region=...)))`."""
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         return self._answer(request, request.read())
 
 
 class AsyncSageMakerTransport(_EndpointInvoker, httpx2.AsyncBaseTransport):
-    """The same for `AsyncTypeSafeClient`: each call runs boto3 in a worker thread, the event loop keeps going."""
+    """The same for `AsyncTypeSafeClient` and `AsyncOpenAI` (through `httpx2.AsyncClient(transport=...)`): each call
+    runs boto3 in a worker thread, the event loop keeps going."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()

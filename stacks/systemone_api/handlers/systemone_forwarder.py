@@ -1,4 +1,5 @@
-"""The System One API's forwarding Lambda: API Gateway's proxy event in, `systemone_front.forward`, a proxy answer out.
+"""The System One API's forwarding Lambda: API Gateway's proxy event in, `systemone_front.forward`, a proxy answer out,
+for every route (System One's, OpenAI's Decisions API, the models list).
 
 Configured by its environment (set by stacks/systemone_api.py, no secret in it): the decision endpoint, its inference
 component on a shared endpoint, the decoded-body limit (the container's own) and the read timeout (under the
@@ -49,7 +50,8 @@ class Forwarder:
         try:
             call = call_from_event(event)
         except (binascii.Error, ValueError):
-            answer: Answer = 400, {"content-type": CONTENT_TYPE}, error_document(400, "the body is not valid base64")
+            answer: Answer = 400, {"content-type": CONTENT_TYPE}, error_document(
+                400, "the body is not valid base64", path=str(event.get("resource", "")))
         else:
             answer = forward(self.client, self.target, call, request_id=request_id, limits=self.limits,
                              timeout_s=self.timeout_s, parse=load_json)
