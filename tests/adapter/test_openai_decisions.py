@@ -137,6 +137,17 @@ def test_the_same_question_through_three_doors_gives_the_same_numbers(client):
     assert numbers(systemone["team"])  # the System One answer carried every number compared
 
 
+def test_invocations_named_as_the_decisions_route_answer_in_its_shape_whatever_the_body(client):
+    """SageMaker routes only /invocations: a caller that names the route gets OpenAI's errors even for a body that
+    does not look like OpenAI's (no `input`)."""
+    response = client.post("/invocations", content=json.dumps({"model": MODEL, "questions": {"a": PREDICATE}}),
+                           headers={"content-type": "application/json",
+                                    "x-amzn-sagemaker-custom-attributes": "route=/v1/decisions"})
+    assert error_of(response, 400)["param"] in ("input", "questions")
+    unnamed = post(client, {"model": MODEL, "questions": {"a": PREDICATE}}, "/invocations")
+    assert unnamed.status_code == 422 and "detail" in unnamed.json()  # System One's, as the body reads
+
+
 def test_a_question_that_does_not_fit_is_refused_and_the_others_answered(adapter):
     long_instructions = "Consider every word of this sentence carefully. " * 600  # over the 4096-token context
     decision = sdk(adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[

@@ -179,3 +179,15 @@ def test_the_openai_types_agree_with_the_containers_door() -> None:
     assert OPENAI_TYPES == ERROR_TYPES
     for status, kind in SYSTEMONE_TYPES.items():
         assert json.loads(error_document(status, "m", kind, "/v1/decisions"))["error"]["type"] == ERROR_TYPES[status]
+
+
+def test_a_body_that_is_not_openais_still_gets_openais_error_through_the_transport(
+        front: tuple[SageMakerFront, str], local_endpoints: Any) -> None:
+    """The transport names the route in the custom attributes, so the container answers in OpenAI's shape even a
+    body that reads as System One's (an object of questions, no `input`)."""
+    _, url = front
+    transport = SageMakerTransport("local-decision", region=REGION, session=session(), endpoint_url=url)
+    with httpx2.Client(transport=transport) as client:
+        response = client.post(BASE_URL + "/decisions", json={"model": MODEL, "questions": {"q": {"type": "noul"}}})
+    assert response.status_code == 400, response.text
+    assert set(response.json()["error"]) == {"message", "type", "param", "code"}

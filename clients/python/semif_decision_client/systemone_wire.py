@@ -35,6 +35,7 @@ CONTENT_TYPE = "application/json"
 SYSTEMONE_PATH, DECISIONS_PATH, MODELS_PATH = "/v1/systemone", "/v1/decisions", "/v1/models"
 POSTED_PATHS = (SYSTEMONE_PATH, DECISIONS_PATH)  # their bodies go to /invocations as sent
 MODELS_ATTRIBUTES = "route=/v1/models"  # the adapter answers the models list on /invocations with these
+DECISIONS_ATTRIBUTES = "route=/v1/decisions"  # and any body on /invocations as OpenAI's Decisions API
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"  # passed through both ways, as InvokeEndpoint does
 REQUEST_ID = "x-typesafe-request-id"  # the SDK's response.request_id
 # System One's error_type for the statuses answered here (the adapter's own names).
@@ -219,6 +220,8 @@ def _invocation(call: Call, max_decoded: int | None) -> dict[str, Any]:
                      "ContentType": call.headers.get("content-type", CONTENT_TYPE)}
         if CUSTOM_ATTRIBUTES in call.headers:
             arguments["CustomAttributes"] = call.headers[CUSTOM_ATTRIBUTES]
+        elif speaks_openai(call.path):  # the container then answers in OpenAI's shape whatever the body holds
+            arguments["CustomAttributes"] = DECISIONS_ATTRIBUTES
         return arguments
     if method == "GET" and call.path.endswith(MODELS_PATH):
         return {"Body": b"{}", "ContentType": CONTENT_TYPE, "CustomAttributes": MODELS_ATTRIBUTES}

@@ -35,7 +35,7 @@ from .systemone_contract import Rendered, SystemOneTicket, encode
 from .systemone_schema import SystemOneValidationError, detail
 
 JSON = "application/json"
-ROUTE_ATTRIBUTE = "route="  # custom attributes `route=/v1/models`: the models list through SageMaker's /invocations
+ROUTE_ATTRIBUTE = "route="  # custom attributes `route=/v1/models` (or `/v1/decisions`): a route through /invocations
 # One decision at a time per instance, and 1 MB of JSON Lines is about 2,000 decisions: more per request would
 # outlast a transform job's default 600 s invocation timeout on a CPU instance (set InvocationsTimeoutInSeconds).
 EXECUTION_PARAMETERS = {"MaxConcurrentTransforms": 1, "BatchStrategy": "MULTI_RECORD", "MaxPayloadInMB": 1}
@@ -218,8 +218,10 @@ class DecisionApi:
         refused = self.refused_key(request)
         if refused is not None:
             return error_response(refused[0], "authentication_error", refused[1], "Authorization")
-        if ROUTE_ATTRIBUTE + "/v1/models" in request.headers.get(CUSTOM_ATTRIBUTES, ""):
+        attributes = request.headers.get(CUSTOM_ATTRIBUTES, "")
+        if ROUTE_ATTRIBUTE + "/v1/models" in attributes:
             return await self.models(request)
+        named = ROUTE_ATTRIBUTE + "/v1/decisions" in attributes  # the door named, whatever the body's shape
         document: Any = None
         try:
             media_type = _media_type(request, (JSON, *sorted(jsonlines.MEDIA_TYPES)))
@@ -228,7 +230,7 @@ class DecisionApi:
                 return await self.lines(request, body)
             document = load_json(body)
             del body
-            if speaks_decisions(document):
+            if named or speaks_decisions(document):
                 return await self.decisions_invocation(request, document)
             if _speaks_systemone(document):
                 return await self.systemone_invocation(request, document)
@@ -237,7 +239,7 @@ class DecisionApi:
             fields["client_disconnected"] = True
             return Response(status_code=499)
         except Exception as error:  # every failure becomes a JSON error in the contract spoken; serving goes on
-            if speaks_decisions(document):
+            if named or speaks_decisions(document):
                 return rendered_response(openai_contract.failure(
                     error, request_id, overload_status=openai_contract.SAGEMAKER_BUSY))
             if _speaks_systemone(document):
