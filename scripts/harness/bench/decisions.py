@@ -22,6 +22,7 @@ from semif_adapter.settings import cpu_quota
 
 from . import completion, servers
 from . import config as configs
+from .benchmarks_page import refresh as refresh_page
 from .chart import render_chart
 from .inprocess import Model, SerialPrefix
 from .phase_cache import identical_phase, memory_phase, restore_phase
@@ -139,6 +140,8 @@ def write_outputs(results: dict[str, Any], out: Path) -> None:
     (out / "decisions.md").write_text(markdown(results))
     render_chart(results, out / "decisions.png")
     print(markdown(results))
+    if page := refresh_page(out):  # a run under docs/bench/: docs/benchmarks.md from the newest files
+        print(f"bench: rewrote {page}", file=sys.stderr)
 
 
 def bench(args: argparse.Namespace) -> int:

@@ -298,11 +298,11 @@ def markdown(results: dict[str, Any]) -> str:
               f"{chunked['one_decode_ms']:.0f} ms ({chunked['state_then_suffix_ratio']:.3f}x and "
               f"{chunked['three_decodes_ratio']:.3f}x); bit-identical to one decode: "
               f"{', '.join(f'{k} {_cell(v)}' for k, v in chunked['bit_identical'].items())}.", ""]
-    lines += _knob_lines(results)
+    lines += knob_lines(results)
     return "\n".join(lines)
 
 
-def _knob_lines(results: dict[str, Any]) -> list[str]:
+def knob_lines(results: dict[str, Any]) -> list[str]:
     knobs = results.get("knobs") or []
     variants = results.get("variants") or []
     if not knobs and not variants:
@@ -372,12 +372,16 @@ def _cache_lines(results: dict[str, Any]) -> list[str]:
               f"max {same['latency_ms'].get('max')} ms end to end (server total p50 "
               f"{same['server_total_ms'].get('p50')} ms), {same['from_result_cache']}/{same['repeats']} from the "
               "result cache.", ""]
-    memory = results.get("memory")
-    if memory:
-        lines += [f"Memory: {memory['states']:,} distinct states in JSON Lines batches of {memory['batch']} "
-                  f"({memory['decisions_per_s']} decisions/s, {memory['seconds']:.0f} s), SEMIF_CACHE_BYTES "
-                  f"{memory['cache_bytes']:,}: RSS {memory['rss_start_bytes'] / 2**20:.0f} MiB at start, peak "
-                  f"{memory['rss_peak_bytes'] / 2**20:.0f} MiB, allowed {memory['allowed_bytes'] / 2**20:.0f} MiB; "
-                  "readings (states: MiB): "
-                  + ", ".join(f"{r['states']}: {r['rss_kib'] / 1024:.0f}" for r in memory["readings"]) + ".", ""]
-    return lines
+    return lines + memory_lines(results.get("memory"))
+
+
+def memory_lines(memory: dict[str, Any] | None) -> list[str]:
+    """The memory phase's paragraph (none when the run left the phase out)."""
+    if not memory:
+        return []
+    return [f"Memory: {memory['states']:,} distinct states in JSON Lines batches of {memory['batch']} "
+            f"({memory['decisions_per_s']} decisions/s, {memory['seconds']:.0f} s), SEMIF_CACHE_BYTES "
+            f"{memory['cache_bytes']:,}: RSS {memory['rss_start_bytes'] / 2**20:.0f} MiB at start, peak "
+            f"{memory['rss_peak_bytes'] / 2**20:.0f} MiB, allowed {memory['allowed_bytes'] / 2**20:.0f} MiB; "
+            "readings (states: MiB): "
+            + ", ".join(f"{r['states']}: {r['rss_kib'] / 1024:.0f}" for r in memory["readings"]) + ".", ""]

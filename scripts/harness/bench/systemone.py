@@ -31,6 +31,7 @@ from semif_adapter.settings import cpu_quota
 from ...common.command import program_parser
 from . import servers
 from . import systemone_config as configs
+from .benchmarks_page import refresh as refresh_page
 from .decisions import Phases, _commit, _cpu_model, load
 from .systemone_chart import render_chart
 from .systemone_floor import RawFloor
@@ -137,6 +138,8 @@ def write_outputs(results: dict[str, Any], out: Path) -> None:
     (out / "systemone.md").write_text(report)
     render_chart(results, out / "systemone.png")
     print(report)
+    if page := refresh_page(out):  # a run under docs/bench/: docs/benchmarks.md from the newest files
+        print(f"bench: rewrote {page}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
