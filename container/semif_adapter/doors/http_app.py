@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -176,41 +176,36 @@ class DecisionApi:
             return rendered_response(systemone_contract.failure(error, request.state.request_id))
 
     async def systemone(self, request: Request) -> Response:
-        fields, request_id = request.state.log_fields, request.state.request_id
         refused = self.refused_key(request)
-        if refused is not None:
-            return rendered_response(Rendered(refused[0], systemone_contract.error_document(*refused), {}))
-        try:
-            if request.headers.get("content-type", "").lower().startswith("multipart/"):
-                raise SystemOneValidationError([detail(
-                    ["assets"], "image assets are not supported: this endpoint's model reads text only",
-                    "unsupported_asset")])
-            _media_type(request, (JSON,))
-            ticket = self.systemone_ticket(load_json(await self.body_of(request)))
-            fields.update(ticket.log_fields())
-            rendered = ticket.render(await self.decide(request, ticket.questions), request_id)
-        except ClientDisconnect:
-            fields["client_disconnected"] = True
-            return Response(status_code=499)
-        except Exception as error:  # every failure becomes a JSON error; the server serves on
-            rendered = systemone_contract.failure(error, request_id)
-        return rendered_response(rendered)
+        refusal = None if refused is None else Rendered(refused[0], systemone_contract.error_document(*refused), {})
+        return await self._door_route(request, self.systemone_ticket, systemone_contract.failure, refusal,
+                                      _no_assets)
 
     async def decisions(self, request: Request) -> Response:
+        refusal = None if self.refused_key(request) is None else Rendered(401, openai_contract.error_document(
+            401, "Incorrect or missing API key: send Authorization: Bearer <key>", None, "invalid_api_key"), {})
+        return await self._door_route(request, self.decisions_ticket, openai_contract.failure, refusal)
+
+    async def _door_route(self, request: Request, parse: Callable[[Any], RouteTicket],
+                          failure: Callable[[BaseException, str], Rendered], refusal: Rendered | None,
+                          check: Callable[[Request], None] | None = None) -> Response:
+        """A contract's own route: its key refusal, its body parsed into a ticket, the core's answers rendered, and
+        any failure in its shapes (the server serves on)."""
+        if refusal is not None:
+            return rendered_response(refusal)
         fields, request_id = request.state.log_fields, request.state.request_id
-        if self.refused_key(request) is not None:  # OpenAI answers 401 to a missing key and to a wrong one
-            return rendered_response(Rendered(401, openai_contract.error_document(
-                401, "Incorrect or missing API key: send Authorization: Bearer <key>", None, "invalid_api_key"), {}))
         try:
+            if check is not None:
+                check(request)
             _media_type(request, (JSON,))
-            ticket = self.decisions_ticket(load_json(await self.body_of(request)))
+            ticket = parse(load_json(await self.body_of(request)))
             fields.update(ticket.log_fields())
             rendered = ticket.render(await self.decide(request, ticket.questions), request_id)
         except ClientDisconnect:
             fields["client_disconnected"] = True
             return Response(status_code=499)
         except Exception as error:  # every failure becomes a JSON error; the server serves on
-            rendered = openai_contract.failure(error, request_id)
+            rendered = failure(error, request_id)
         return rendered_response(rendered)
 
     async def invocations(self, request: Request) -> Response:
@@ -318,6 +313,24 @@ class DecisionApi:
         if exc.headers:
             response.headers.update(exc.headers)
         return response
+
+
+class RouteTicket(Protocol):
+    """What a contract's parsed request gives its route (SystemOneTicket, DecisionsTicket)."""
+
+    @property
+    def questions(self) -> tuple[Question, ...]: ...
+
+    def log_fields(self) -> dict[str, Any]: ...
+
+    def render(self, answers: Sequence[Decided | BaseException], request_id: str) -> Rendered: ...
+
+
+def _no_assets(request: Request) -> None:
+    """System One's image assets come as multipart/form-data: refused with a reason, as a validation failure."""
+    if request.headers.get("content-type", "").lower().startswith("multipart/"):
+        raise SystemOneValidationError([detail(
+            ["assets"], "image assets are not supported: this endpoint's model reads text only", "unsupported_asset")])
 
 
 def build_app(service: DecisionService, api_keys: ApiKeys | None = None) -> Starlette:

@@ -16,10 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from hypothesis import given
 from hypothesis import strategies as st
 
-from .properties import UTF8_TEXT, bounded_settings, mutate, strict_json
+from .properties import UTF8_TEXT, mutate, over_http, strict_json
 
 ANSWER_TYPES = {"predicate": "predicate", "choice": "choice", "score": "score"}
 VALUES = st.text(UTF8_TEXT, min_size=1, max_size=12) | st.booleans()
@@ -103,21 +102,5 @@ def answer_problem(sent: Any, response: httpx.Response) -> str | None:
 
 def check_decisions_http(max_examples: int, post: Callable[[bytes], httpx.Response]) -> Counter[str]:
     """POST generated bodies to `/v1/decisions`; raises on the first broken answer."""
-    tried: Counter[str] = Counter()
-
-    @bounded_settings(max_examples, shrink=False)
-    @given(st.data())
-    def over_http(data: st.DataObject) -> None:
-        kind = data.draw(st.sampled_from(["valid", "mutated", "bytes"]))
-        sent: Any = data.draw({"valid": valid_requests(), "mutated": mutated_requests(),
-                               "bytes": hostile_bytes()}[kind])
-        raw = sent if isinstance(sent, bytes) else json.dumps(sent).encode()
-        response = post(raw)
-        tried[f"{kind} -> {response.status_code}"] += 1
-        problem = answer_problem(sent, response)
-        if kind == "valid" and response.status_code != 200:
-            problem = f"a valid request got {response.status_code}: {response.text[:300]}"
-        assert problem is None, f"{problem}\nsent: {raw[:500]!r}"
-
-    over_http()
-    return tried
+    return over_http(max_examples, post, {"valid": valid_requests(), "mutated": mutated_requests(),
+                                          "bytes": hostile_bytes()}, answer_problem)

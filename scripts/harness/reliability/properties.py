@@ -191,21 +191,29 @@ def check_http(max_examples: int, post: Callable[[bytes], httpx.Response]) -> Co
     Valid documents are kept small (2-4 options, short texts) so each decode is cheap; no shrinking,
     so a failure costs one example, not hundreds of decodes.
     """
+    return over_http(max_examples, post, {"valid": valid_documents(max_options=4, max_text=24),
+                                          "mutated": mutated_documents(), "bytes": hostile_bytes()}, answer_problem)
+
+
+def over_http(max_examples: int, post: Callable[[bytes], httpx.Response],
+              generators: dict[str, st.SearchStrategy[Any]],
+              problem_of: Callable[[Any, httpx.Response], str | None]) -> Counter[str]:
+    """Post what each generator ("valid" among them) draws and check each answer with `problem_of`; a valid body
+    must get a 200. Raises on the first broken answer; returns how many of each kind got each status."""
     tried: Counter[str] = Counter()
 
     @bounded_settings(max_examples, shrink=False)
     @given(st.data())
-    def over_http(data: st.DataObject) -> None:
-        kind = data.draw(st.sampled_from(["valid", "mutated", "bytes"]))
-        sent: Any = data.draw({"valid": valid_documents(max_options=4, max_text=24), "mutated": mutated_documents(),
-                               "bytes": hostile_bytes()}[kind])
+    def run(data: st.DataObject) -> None:
+        kind = data.draw(st.sampled_from(list(generators)))  # in the order given: the same examples every run
+        sent: Any = data.draw(generators[kind])
         raw = sent if isinstance(sent, bytes) else json.dumps(sent).encode()
         response = post(raw)
         tried[f"{kind} -> {response.status_code}"] += 1
-        problem = answer_problem(sent, response)
+        problem = problem_of(sent, response)
         if kind == "valid" and response.status_code != 200:
             problem = f"a valid request got {response.status_code}: {response.text[:300]}"
         assert problem is None, f"{problem}\nsent: {raw[:500]!r}"
 
-    over_http()
+    run()
     return tried
