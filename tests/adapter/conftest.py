@@ -20,7 +20,9 @@ from semif_adapter.engine.embedded_model import embedded_model_path
 from semif_adapter.engine.llama_runtime import LlamaRuntime
 from semif_adapter.settings import load_settings
 
-START_TIMEOUT = 60.0
+# A bound on a start that failed, not a speed target: loading and the warm-up took 3 s here idle, 30 s beside six busy
+# loops. SageMaker waits at least 600 s (the health-check timeout the CDK app sets: stacks/endpoints/timeouts.py).
+START_TIMEOUT = 180.0
 
 
 class AdapterProcess:

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import random
+import select
 import signal
-import threading
+import socket
 import time
 from pathlib import Path
 
 import httpx
 import jsonschema
+from support.admission import send, wait_admitted
 
+from scripts.harness.reliability.rawhttp import RawResponse, read_response
 from scripts.local.processes import wait_until
 from semif_adapter.core.lanes import reuse_order
 from semif_adapter.core.metrics import NAMESPACE
 from semif_adapter.doors.request_schema import DecisionRequest
 from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.settings import SAGEMAKER_STOP_SECONDS
 
 JSONL = {"content-type": "application/jsonlines"}
 OPTIONS = [("billing", "Billing"), ("shipping", "Shipping"), ("technical", "Technical support")]
@@ -108,41 +112,51 @@ def long_batch(make_decision, count: int, tag: str) -> str:
                                             options=OPTIONS)) + "\n" for i in range(count))
 
 
-def batch_in_background(url: str, content: str, timeout_s: float) -> tuple[threading.Thread, dict[str, httpx.Response]]:
-    """A JSON Lines batch posted from a thread, given a second to be read and admitted; its response lands in
-    the dict under "batch" once the thread is joined."""
-    outcome: dict[str, httpx.Response] = {}
-    batch = threading.Thread(target=lambda: outcome.update(batch=httpx.post(
-        url + "/invocations", content=content, headers=JSONL, timeout=timeout_s)))
-    batch.start()
-    time.sleep(1.0)  # its body is read and admitted within milliseconds; its decisions take seconds
-    return batch, outcome
+def raw_lines(response: RawResponse | None) -> list[dict]:
+    assert response is not None, "no answer: the connection was cut"
+    assert response.status == 200, response.body
+    assert response.headers["content-type"].startswith("application/jsonlines")
+    return [json.loads(line) for line in response.body.decode().splitlines()]
+
+
+def batch_admitted(url: str, content: str) -> socket.socket:
+    """A JSON Lines batch sent on a raw socket and admitted (`wait_admitted`); its answer is `read_response`'s."""
+    sock = send(url, content.encode(), content_type=JSONL["content-type"])
+    wait_admitted(url)
+    return sock
+
+
+def answered(sock: socket.socket) -> bool:
+    """Whether an answer (or the server's close) has arrived on `sock`, without waiting."""
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 def test_a_batch_counts_against_the_queue_by_its_decisions(start_adapter, make_decision):
     process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_QUEUE_SIZE": "4"})
     process.wait_ready()
     # 6 decisions: more than the queue holds, admitted because nothing else was
-    batch, outcome = batch_in_background(process.url, long_batch(make_decision, 6, "big"), 300)
-    started = time.monotonic()
+    batch = batch_admitted(process.url, long_batch(make_decision, 6, "big"))
     single = httpx.post(process.url + "/invocations", json=make_decision(), timeout=60)
-    ping = httpx.get(process.url + "/ping", timeout=2)
-    assert time.monotonic() - started < 5 and ping.status_code == 200  # /ping answers during a long batch
+    ping = httpx.get(process.url + "/ping", timeout=2)  # SageMaker's ping timeout
     assert single.status_code == 503 and single.json()["error"]["code"] == "queue_full"
-    batch.join(300)
-    assert [line["decision_id"] for line in lines_of(outcome["batch"])] == [f"big-{i}" for i in range(6)]
+    assert ping.status_code == 200
+    # refused at once and pinged while the batch runs, not once it is done (6 decisions: seconds of decoding)
+    assert not answered(batch)
+    lines = raw_lines(read_response(batch, 300))
+    batch.close()
+    assert [line["decision_id"] for line in lines] == [f"big-{i}" for i in range(6)]
     assert httpx.post(process.url + "/invocations", json=make_decision(), timeout=60).status_code == 200
 
 
 def test_sigterm_hands_back_the_lines_a_batch_could_not_finish(start_adapter, make_decision):
     process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_DRAIN_SECONDS": "2"})
     process.wait_ready()
-    batch, outcome = batch_in_background(process.url, long_batch(make_decision, 40, "drain"), 120)  # running
+    batch = batch_admitted(process.url, long_batch(make_decision, 40, "drain"))  # running
     stopped = time.monotonic()
     process.proc.send_signal(signal.SIGTERM)
-    batch.join(60)
-    assert process.wait_exit(30) == 0 and time.monotonic() - stopped < 30
-    answers = lines_of(outcome["batch"])
+    answers = raw_lines(read_response(batch, SAGEMAKER_STOP_SECONDS))  # due before SageMaker's SIGKILL
+    batch.close()
+    assert process.wait_exit(SAGEMAKER_STOP_SECONDS) == 0 and time.monotonic() - stopped < SAGEMAKER_STOP_SECONDS
     assert len(answers) == 40
     done = [a for a in answers if "decision_id" in a]
     handed_back = [a for a in answers if "error" in a]

@@ -32,6 +32,7 @@ from semif_decision_client import DecisionClient, DecisionRequest, DecisionUnava
 Serve = Callable[[Any], AbstractContextManager[str]]
 ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 DECISION = DecisionRequest.build("d-1", "evidence", "which?", {"yes": "Yes", "no": "No"})
+HOLD_S = 30.0  # how long a scripted container holds the rest of a stream for a part that never arrives
 
 
 class ScriptedContainer:
@@ -40,6 +41,7 @@ class ScriptedContainer:
     def __init__(self) -> None:
         self.script: list[tuple[int, Any]] = []
         self.received: list[dict[str, str]] = []
+        self.sent: list[bytes] = []  # the chunks of its streams, as it sends them
 
     def app(self) -> Starlette:
         async def ping(request: Request) -> Response:
@@ -48,19 +50,25 @@ class ScriptedContainer:
         async def invocations(request: Request) -> Response:
             self.received.append({k.lower(): v for k, v in request.headers.items()})
             status, body = self.script.pop(0) if self.script else (200, {"echo": (await request.body()).decode()})
-            if isinstance(body, list):  # chunks with a pause between them
-                return StreamingResponse(_slow(body), status_code=status, media_type="text/event-stream")
+            if isinstance(body, list):  # chunks, pauses and holds: `_stream`
+                return StreamingResponse(_stream(body, self.sent), status_code=status, media_type="text/event-stream")
             headers = {ATTRIBUTES: "echo=" + request.headers[ATTRIBUTES]} if ATTRIBUTES in request.headers else {}
             return JSONResponse(body, status_code=status, headers=headers)
 
         return Starlette(routes=[Route("/ping", ping), Route("/invocations", invocations, methods=["POST"])])
 
 
-async def _slow(chunks: list[bytes]) -> AsyncIterator[bytes]:
-    for index, chunk in enumerate(chunks):
-        if index:
-            await asyncio.sleep(0.5)
-        yield chunk
+async def _stream(script: list[bytes | float | threading.Event], sent: list[bytes]) -> AsyncIterator[bytes]:
+    """Each bytes item sent as a chunk (and noted in `sent`); a float, a pause of that many seconds; an Event, a hold
+    until the test sets it (or HOLD_S passes: a gateway that kept the chunks before it would never let it be set)."""
+    for item in script:
+        if isinstance(item, threading.Event):
+            await asyncio.to_thread(item.wait, HOLD_S)
+        elif isinstance(item, float):
+            await asyncio.sleep(item)
+        else:
+            sent.append(item)
+            yield item
 
 
 @pytest.fixture
@@ -112,16 +120,23 @@ def test_custom_attributes_are_absent_unless_the_container_sets_them(gateway: st
 def test_stream_accept_header_and_unbuffered_parts(gateway: str, container: tuple[ScriptedContainer, str],
                                                    runtime_for: Callable[..., Any]) -> None:
     scripted, _ = container
-    scripted.script.append((200, [b"data: one\n\n", b"data: two\n\n", b"data: [DONE]\n\n"]))
-    started = time.monotonic()
+    parts = [b"data: one\n\n", b"data: two\n\n", b"data: [DONE]\n\n"]
+    arrived = [threading.Event() for _ in parts]  # the container sends each next part only once the last one is here
+    scripted.script.append((200, [item for part, event in zip(parts, arrived, strict=True) for item in (part, event)]))
     response = runtime_for(gateway).invoke_endpoint_with_response_stream(
         EndpointName="stub", Body=b"{}", ContentType="application/json", Accept="text/event-stream")
-    arrivals = [(time.monotonic() - started, e["PayloadPart"]["Bytes"]) for e in response["Body"]]
+    received = []  # each part, and how many the container had sent when it arrived
+    try:
+        for event in response["Body"]:
+            received.append((event["PayloadPart"]["Bytes"], len(scripted.sent)))
+            arrived[len(received) - 1].set()
+    finally:
+        for event in arrived:
+            event.set()
     assert scripted.received[-1]["accept"] == "text/event-stream"  # X-Amzn-SageMaker-Accept -> Accept
     assert response["ContentType"].startswith("text/event-stream")  # from X-Amzn-SageMaker-Content-Type
-    assert b"".join(part for _, part in arrivals) == b"data: one\n\ndata: two\n\ndata: [DONE]\n\n"
-    assert len(arrivals) == 3
-    assert arrivals[1][0] - arrivals[0][0] > 0.3  # each part left as soon as the container sent it
+    # each part left as soon as the container sent it: it arrived before the container sent the next one
+    assert received == [(part, number) for number, part in enumerate(parts, 1)]
 
 
 @pytest.mark.parametrize("operation", ["invoke_endpoint", "invoke_endpoint_with_response_stream"])
@@ -244,14 +259,24 @@ def test_a_stream_past_its_time_limit_ends_with_model_stream_error(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from scripts.local import gateway as gateway_module
 
-    monkeypatch.setattr(gateway_module, "STREAM_LIMIT_S", 0.3)
-    container[0].script.append((200, [b"data: one\n\n", b"data: two\n\n", b"data: three\n\n"]))
+    limit_s = 2.0  # the first part must reach the gateway within it: milliseconds, busy machine or not
+    monkeypatch.setattr(gateway_module, "STREAM_LIMIT_S", limit_s)
+    second_arrived = threading.Event()
+    # the second part once the limit has passed (the pause starts after the gateway's clock did), the third held
+    # back until the second is here, so that the two cannot reach the gateway as one chunk
+    container[0].script.append((200, [b"data: one\n\n", limit_s, b"data: two\n\n", second_arrived,
+                                      b"data: three\n\n"]))
     response = runtime_for(gateway).invoke_endpoint_with_response_stream(
         EndpointName="stub", Body=b"{}", ContentType="application/json")
     received = []
     with pytest.raises(EventStreamError) as raised:
-        for event in response["Body"]:
-            received.append(event["PayloadPart"]["Bytes"])
+        try:
+            for event in response["Body"]:
+                received.append(event["PayloadPart"]["Bytes"])
+                if len(received) == 2:
+                    second_arrived.set()
+        finally:
+            second_arrived.set()
     assert received == [b"data: one\n\n", b"data: two\n\n"]  # the part that crossed the limit still arrives
     assert raised.value.response["Error"]["Code"] == "ModelStreamError"
     assert "allotted time" in raised.value.response["Error"]["Message"]
