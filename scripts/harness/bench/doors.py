@@ -2,11 +2,12 @@
 
     python -m scripts.harness.bench.doors [--model PATH] [--rounds 25] [--out DIR]
 
-One adapter, started as the image starts it. Each round asks the same k questions (1 and 4: the System One bank's
-first four, which both contracts can express) once through each door, each door about a state nobody has read
-(states of the same size, which door gets the odd one swapping every round), in an order that alternates by
-round. Reported per k: each door's p50, and the median of the per-round ratios (decisions / System One), against
-the target of at most 1.02. Result caches are off, so every answer is computed.
+One adapter, started as the image starts it, with its result cache and host prefix cache off and one worker (one
+KV cache). Each round asks the same k questions (1 and 4: the System One bank's first four, which both contracts can
+express) about one new state through each door, in an order that alternates by round; before each door's turn an
+untimed question about another state takes the KV cache, so both doors read the round's state fresh: the same
+tokens, the same work, only the door differs. Reported per k: each door's p50, and the median of the per-round
+ratios (decisions / System One), against the target of at most 1.02.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import httpx
 from ...common.stats import summarize
 from ...local.endpoints import start_decision_container
 from ...local.processes import wait_for_ping
-from .systemone_workload import MODEL, questions_body
+from .systemone_workload import MODEL, priming_body, questions_body
 
 COUNTS = (1, 4)
 TARGET = 1.02
@@ -61,13 +62,22 @@ def _timed(client: httpx.Client, door: str, body: dict[str, Any]) -> float:
     return elapsed
 
 
+def _fresh(client: httpx.Client, door: str, body: dict[str, Any], other_state: int) -> float:
+    """The door's time for `body` after a question about another state took the KV cache."""
+    flushed = client.post("/v1/systemone", json=priming_body(questions_body(SIZE, other_state, 1)), timeout=300)
+    if flushed.status_code != 200:
+        raise RuntimeError(f"priming: {flushed.status_code} {flushed.text[:300]}")
+    return _timed(client, door, body)
+
+
 def measure(client: httpx.Client, count: int, rounds: int, first_state: int) -> dict[str, Any]:
     times: dict[str, list[float]] = {door: [] for door in DOORS}
     ratios = []
     for index in range(rounds):
         order = DOORS if index % 2 == 0 else DOORS[::-1]
-        states = {door: first_state + 2 * index + ((position + index) % 2) for position, door in enumerate(DOORS)}
-        taken = {door: _timed(client, door, questions_body(SIZE, states[door], count)) for door in order}
+        body = questions_body(SIZE, first_state + 3 * index, count)
+        taken = {door: _fresh(client, door, body, first_state + 3 * index + 1 + position)
+                 for position, door in enumerate(order)}
         for door, value in taken.items():
             times[door].append(value)
         ratios.append(taken["decisions"] / taken["systemone"])
@@ -97,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     from semif_adapter.engine.embedded_model import embedded_model_path  # the adapter's, where it is installed
 
     env = {"SM_LLAMA_CPP_MODEL": str(args.model or embedded_model_path()), "SEMIF_RESULT_CACHE_ENTRIES": "0",
+           "SEMIF_CACHE_BYTES": "0", "SEMIF_WORKERS": "1",
            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     with tempfile.TemporaryDirectory(prefix="bench-doors-") as logs:
         container = start_decision_container("decision", env, Path(logs))
