@@ -244,17 +244,17 @@ class DecisionApi:
 
     async def systemone_invocation(self, request: Request, document: Any) -> Response:
         ticket = self.systemone_ticket(document)
-        request.state.log_fields.update(ticket.log_fields())
-        answers = await self.decide(request, ticket.questions)
-        return rendered_response(ticket.render(answers, request.state.request_id,
-                                                overload_status=systemone_contract.SAGEMAKER_BUSY))
+        return await self._ticket_invocation(request, ticket, systemone_contract.SAGEMAKER_BUSY)
 
     async def decisions_invocation(self, request: Request, document: Any) -> Response:
         ticket = self.decisions_ticket(document)
+        return await self._ticket_invocation(request, ticket, openai_contract.SAGEMAKER_BUSY)
+
+    async def _ticket_invocation(self, request: Request, ticket: RouteTicket, overload_status: int) -> Response:
+        """A contract's request on SageMaker's /invocations: overload is its 503, what SageMaker's clients retry."""
         request.state.log_fields.update(ticket.log_fields())
         answers = await self.decide(request, ticket.questions)
-        return rendered_response(ticket.render(answers, request.state.request_id,
-                                               overload_status=openai_contract.SAGEMAKER_BUSY))
+        return rendered_response(ticket.render(answers, request.state.request_id, overload_status=overload_status))
 
     async def semif_invocation(self, request: Request, document: Any) -> Response:
         ticket = SemIfTicket.parse(document, self.settings.scoring, self.service.identity)
@@ -323,7 +323,8 @@ class RouteTicket(Protocol):
 
     def log_fields(self) -> dict[str, Any]: ...
 
-    def render(self, answers: Sequence[Decided | BaseException], request_id: str) -> Rendered: ...
+    def render(self, answers: Sequence[Decided | BaseException], request_id: str,
+               overload_status: int = ...) -> Rendered: ...
 
 
 def _no_assets(request: Request) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from hypothesis import strategies as st
 
-from .properties import UTF8_TEXT, mutate, over_http, strict_json
+from .properties import DAMAGE, UTF8_TEXT, damaged, mutate, over_http
 
 ANSWER_TYPES = {"predicate": "predicate", "choice": "choice", "score": "score"}
 VALUES = st.text(UTF8_TEXT, min_size=1, max_size=12) | st.booleans()
@@ -53,14 +53,9 @@ def mutated_requests(draw: st.DrawFn) -> Any:
 @st.composite
 def hostile_bytes(draw: st.DrawFn) -> bytes:
     raw = json.dumps(draw(valid_requests())).encode()
-    edit = draw(st.sampled_from(["noise", "truncate", "splice", "constant"]))
-    if edit == "noise":
-        return draw(st.binary(max_size=256))
-    if edit == "truncate":
-        return raw[:draw(st.integers(0, len(raw) - 1))]
-    if edit == "splice":
-        at = draw(st.integers(0, len(raw)))
-        return raw[:at] + draw(st.binary(min_size=1, max_size=8)) + raw[at:]
+    edit = draw(st.sampled_from([*DAMAGE, "constant"]))
+    if edit in DAMAGE:
+        return damaged(draw, raw, edit)
     literal = draw(st.sampled_from([b"NaN", b"Infinity", b"1e999", b"-0"]))
     return raw.replace(b'{"model"', b'{"x_temperature": ' + literal + b', "model"', 1)
 
@@ -69,13 +64,9 @@ def _distribution(probabilities: list[float]) -> bool:
     return all(math.isfinite(p) and 0 <= p <= 1 for p in probabilities) and abs(math.fsum(probabilities) - 1) < 1e-6
 
 
-def answer_problem(sent: Any, response: httpx.Response) -> str | None:
-    """Why an answer to a generated body breaks OpenAI's contract, or None."""
+def answer_problem(sent: Any, response: httpx.Response, document: Any) -> str | None:
+    """Why an answer (its strict JSON `document`) to a generated body breaks OpenAI's contract, or None."""
     status = response.status_code
-    try:
-        document = strict_json(response.content)
-    except ValueError as error:
-        return f"{status} with a body that is not strict JSON: {error}"
     if status >= 500:
         return f"a server error for a client's body: {status} {response.text[:300]}"
     if status != 200:

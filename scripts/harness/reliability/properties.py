@@ -98,13 +98,8 @@ def hostile_bytes(draw: st.DrawFn) -> bytes:
     """Bytes that are almost a request: cut, spliced, NaN'd, duplicated, nested deep, or just noise."""
     raw = json.dumps(draw(valid_documents(max_options=4)), ensure_ascii=draw(st.booleans())).encode()
     edit = draw(st.sampled_from(["noise", "truncate", "splice", "constant", "duplicate", "nest"]))
-    if edit == "noise":
-        return draw(st.binary(max_size=256))
-    if edit == "truncate":
-        return raw[:draw(st.integers(0, len(raw) - 1))]
-    if edit == "splice":
-        at = draw(st.integers(0, len(raw)))
-        return raw[:at] + draw(st.binary(min_size=1, max_size=8)) + raw[at:]
+    if edit in DAMAGE:
+        return damaged(draw, raw, edit)
     if edit == "constant":
         literal = draw(st.sampled_from([b"NaN", b"Infinity", b"-Infinity", b"1e999", b"-0", b"1e-400"]))
         return raw.replace(b'{"decision"', b'{"temperature": ' + literal + b', "decision"', 1)
@@ -113,6 +108,19 @@ def hostile_bytes(draw: st.DrawFn) -> bytes:
         return raw.replace(key + b":", key + b": 1, " + key + b":", 1)
     depth = draw(st.integers(60, 5000))
     return raw.replace(b'{"decision"', b'{"x": ' + b"[" * depth + b"]" * depth + b', "decision"', 1)
+
+
+DAMAGE = ("noise", "truncate", "splice")
+
+
+def damaged(draw: st.DrawFn, raw: bytes, edit: str) -> bytes:
+    """Any contract's body as bytes gone wrong: replaced by noise, cut short, or with a few bytes spliced in."""
+    if edit == "noise":
+        return draw(st.binary(max_size=256))
+    if edit == "truncate":
+        return raw[:draw(st.integers(0, len(raw) - 1))]
+    at = draw(st.integers(0, len(raw)))
+    return raw[:at] + draw(st.binary(min_size=1, max_size=8)) + raw[at:]
 
 
 def strict_json(body: bytes) -> Any:
@@ -162,13 +170,9 @@ def check_validation(max_examples: int) -> Counter[str]:
     return tried
 
 
-def answer_problem(sent: Any, response: httpx.Response) -> str | None:
-    """Why an HTTP answer to a generated body breaks the contract, or None."""
+def answer_problem(sent: Any, response: httpx.Response, document: Any) -> str | None:
+    """Why an HTTP answer (its strict JSON `document`) to a generated body breaks the contract, or None."""
     status = response.status_code
-    try:
-        document = strict_json(response.content)
-    except ValueError as error:
-        return f"{status} with a body that is not strict JSON: {error}"
     if status in ERROR_STATUSES:
         error = document.get("error") if isinstance(document, dict) else None
         if not isinstance(error, dict) or not error.get("code") or not error.get("message"):
@@ -197,9 +201,10 @@ def check_http(max_examples: int, post: Callable[[bytes], httpx.Response]) -> Co
 
 def over_http(max_examples: int, post: Callable[[bytes], httpx.Response],
               generators: dict[str, st.SearchStrategy[Any]],
-              problem_of: Callable[[Any, httpx.Response], str | None]) -> Counter[str]:
-    """Post what each generator ("valid" among them) draws and check each answer with `problem_of`; a valid body
-    must get a 200. Raises on the first broken answer; returns how many of each kind got each status."""
+              problem_of: Callable[[Any, httpx.Response, Any], str | None]) -> Counter[str]:
+    """Post what each generator ("valid" among them) draws and check each answer, which must be strict JSON, with
+    `problem_of`; a valid body must get a 200. Raises on the first broken answer; returns how many of each kind got
+    each status."""
     tried: Counter[str] = Counter()
 
     @bounded_settings(max_examples, shrink=False)
@@ -210,7 +215,10 @@ def over_http(max_examples: int, post: Callable[[bytes], httpx.Response],
         raw = sent if isinstance(sent, bytes) else json.dumps(sent).encode()
         response = post(raw)
         tried[f"{kind} -> {response.status_code}"] += 1
-        problem = problem_of(sent, response)
+        try:
+            problem = problem_of(sent, response, strict_json(response.content))
+        except ValueError as error:
+            problem = f"{response.status_code} with a body that is not strict JSON: {error}"
         if kind == "valid" and response.status_code != 200:
             problem = f"a valid request got {response.status_code}: {response.text[:300]}"
         assert problem is None, f"{problem}\nsent: {raw[:500]!r}"
