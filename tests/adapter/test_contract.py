@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support.admission import send, wait_admitted
+from support.admission import DRAIN_TIMING, send, wait_admitted
 
 from scripts.harness.reliability.rawhttp import RawResponse, read_response
 from scripts.local.processes import wait_until
@@ -25,13 +25,6 @@ INVOCATION_S = 60.0  # SageMaker's real-time invocation timeout
 PROBE_WAIT_S = 120.0  # the partial-reuse probe, the workers' first job after /ping says 200 (about 1.5 s alone)
 SENTENCE = "the shipment was delayed. "  # 5 tokens
 LONG_SENTENCES = 700  # about 3,500 tokens: what the tests' 4,096-token context holds
-# The SIGTERM tests' adapter: the shipped drain, one decode thread (so one worker), 64-token ubatches. Their deadlines
-# are the drain and SageMaker's SIGKILL; what must fit in them is one short decision before the drain deadline and,
-# after it, one ubatch (an abort takes effect between ubatches) and the exit. Threads of one decode meet at a barrier
-# after every graph node, so with more runnable threads than cores a two-thread decode waits out a scheduler slice
-# at each one: beside six busy loops on 2 cores a one-sentence decision took 2-10 s on two threads, 0.3 s on one;
-# a default 512-token ubatch took 7 s to abort on a busy machine, one of 64 tokens about a second.
-DRAIN_TIMING = {"SM_LLAMA_CPP_THREADS": "1", "SM_LLAMA_CPP_UBATCH_SIZE": "64"}
 
 
 def test_ping_is_503_until_warm_then_200_with_empty_body(start_adapter, make_decision):

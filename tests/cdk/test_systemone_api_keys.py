@@ -31,7 +31,7 @@ from scripts.keys.store import ApiKeyStore, KeysError, manage
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.settings import MAX_BODY_BYTES
 from semif_decision_client.systemone_front import Limits, keys_path
-from semif_decision_client.systemone_wire import Target
+from semif_decision_client.systemone_wire import DECISIONS_ATTRIBUTES, Target
 from stacks.systemone_api.handlers import systemone_authorizer, systemone_forwarder
 from stacks.systemone_api.handlers.systemone_authorizer import KeyStore, authorize, stage_arn
 
@@ -251,12 +251,14 @@ def _event(resource: str, sent: bytes, request_id: str) -> dict[str, Any]:
 
 
 def _forwarded(forwarder: systemone_forwarder.Forwarder, event: dict[str, Any], sent: bytes,
-               answer: bytes) -> dict[str, Any]:
-    """The forwarder's answer to `event` where SageMaker, sent exactly `sent`, answers `answer`."""
+               answer: bytes, attributes: str | None = None) -> dict[str, Any]:
+    """The forwarder's answer to `event` where SageMaker, sent exactly `sent` (with the custom `attributes`, if
+    any), answers `answer`."""
+    expected = {"EndpointName": "semif-api-decision", "Body": sent, "ContentType": "application/json",
+                "Accept": "application/json", **({"CustomAttributes": attributes} if attributes else {})}
     with Stubber(forwarder.client) as stubber:
         stubber.add_response("invoke_endpoint", {"Body": _streaming(answer), "ContentType": "application/json"},
-                             expected_params={"EndpointName": "semif-api-decision", "Body": sent,
-                                              "ContentType": "application/json", "Accept": "application/json"})
+                             expected_params=expected)
         return forwarder.answer(event)
 
 
@@ -286,7 +288,7 @@ def test_the_forwarder_serves_openais_route_in_openais_shape(aws: Any) -> None:
         {"type": "predicate", "instructions": "ok?"}]}, ensure_ascii=False).encode()
     answer = b'{"answers": [{"type": "predicate", "name": null, "probability": 0.5}]}'
     event = _event("/v1/decisions", sent, "apigw-2")
-    response = _forwarded(forwarder, event, sent, answer)
+    response = _forwarded(forwarder, event, sent, answer, DECISIONS_ATTRIBUTES)  # the container reads it as OpenAI's
     assert (response["statusCode"], response["body"].encode()) == (200, answer)
     assert response["headers"]["x-request-id"] == response["headers"]["x-typesafe-request-id"] == "apigw-2"
     broken = forwarder.answer({**event, "body": "%%% not base64"})

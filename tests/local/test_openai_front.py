@@ -25,7 +25,7 @@ from local.test_systemone_front import Unreachable
 from semif_adapter.doors.strict_json import load_json
 from semif_adapter.settings import MAX_BODY_BYTES
 from semif_decision_client.systemone_front import Admission, Limits, forward, refusal
-from semif_decision_client.systemone_wire import Call, Target
+from semif_decision_client.systemone_wire import DECISIONS_ATTRIBUTES, Call, Target
 
 REQUEST = json.dumps(body(), ensure_ascii=False).encode()
 ANSWER = json.dumps({"answers": [], "model": "m", "usage": {"input_tokens": 1}}).encode()
@@ -48,12 +48,16 @@ def through(runtime: Any, sent: Call, limits: Limits = LIMITS) -> tuple[int, dic
     return status, headers, json.loads(content)
 
 
-def answered(stub: Stubber, expected_body: bytes, content: bytes = ANSWER) -> None:
+def answered(stub: Stubber, expected_body: bytes, content: bytes = ANSWER,
+             attributes: str | None = DECISIONS_ATTRIBUTES) -> None:
+    """SageMaker answers `content` to exactly `expected_body`, sent with the custom `attributes` (the transport names
+    OpenAI's route; System One's goes without)."""
     stub.add_response("invoke_endpoint", {"Body": StreamingBody(io.BytesIO(content), len(content)),
                                           "ContentType": "application/json",
                                           "ResponseMetadata": {"RequestId": "sm-1"}},
                       expected_params={"EndpointName": "e", "Body": expected_body, "ContentType": "application/json",
-                                       "Accept": "application/json"})
+                                       "Accept": "application/json",
+                                       **({"CustomAttributes": attributes} if attributes else {})})
 
 
 def test_an_openai_body_reaches_sagemaker_as_sent_and_its_answer_comes_back(runtime: Any) -> None:
@@ -132,7 +136,7 @@ def test_a_system_one_body_beside_openais_input_is_still_read_as_system_one(runt
     drops it (System One ignores unknown fields), so the container answers in System One's shape."""
     document = {"state": "s", "input": "i", "questions": []}
     with Stubber(runtime) as stub:
-        answered(stub, json.dumps({"state": "s", "questions": []}).encode())
+        answered(stub, json.dumps({"state": "s", "questions": []}).encode(), attributes=None)
         assert through(runtime, call(json.dumps(document).encode(), path="/v1/systemone"))[0] == 200
         stub.assert_no_pending_responses()
 

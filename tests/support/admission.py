@@ -23,6 +23,13 @@ from scripts.harness.reliability.rawhttp import connect
 
 BARRIER_PINGS = 3
 PING_TIMEOUT_S = 10.0  # a barrier, not the 2-s ping contract (test_contract checks that one)
+# The SIGTERM tests' adapter (and image): the shipped drain, one decode thread (so one worker), 64-token ubatches.
+# Their deadlines are the drain and SageMaker's SIGKILL; what must fit in them is one short decision before the
+# drain deadline and, after it, one ubatch (an abort takes effect between ubatches) and the exit. Threads of one
+# decode meet at a barrier after every graph node, so with more runnable threads than cores a two-thread decode
+# waits out a scheduler slice at each one: beside six busy loops on 2 cores a one-sentence decision took 2-10 s on
+# two threads, 0.3 s on one; a default 512-token ubatch took 7 s to abort on a busy machine, one of 64 about 1 s.
+DRAIN_TIMING = {"SM_LLAMA_CPP_THREADS": "1", "SM_LLAMA_CPP_UBATCH_SIZE": "64"}
 
 
 def send(url: str, body: bytes, path: str = "/invocations", *, content_type: str = "application/json",

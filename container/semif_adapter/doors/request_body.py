@@ -7,8 +7,9 @@ as a plain body, so a decompression bomb is a 413 and costs at most that much me
 
 from __future__ import annotations
 
+import asyncio
 import zlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from backports import zstd
 from starlette.requests import Request
@@ -18,6 +19,7 @@ from ..errors import RequestError
 GZIP_WINDOW = 31  # zlib's wbits for a gzip header and trailer
 ENCODINGS = ("gzip", "zstd")
 DRAIN_BYTES = 64 * 1024 * 1024  # the most of a refused body read (and dropped) so that its 413 reaches the client
+DRAIN_IDLE_SECONDS = 1.0  # and the longest pause in its bytes that the drain waits out
 
 
 def too_large(limit: int, what: str = "body") -> RequestError:
@@ -29,30 +31,31 @@ async def read_body(request: Request, limit: int) -> bytes:
 
     A refused body is still read, and dropped, up to `DRAIN_BYTES`: a client that sends its whole body before it
     reads (urllib, urllib3 and so botocore) would otherwise get a connection reset instead of the 413."""
+    chunks = request.stream().__aiter__()
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        await _discard(request, int(declared))
+        await _discard(chunks, 0)
         raise RequestError("body_too_large", f"body of {declared} bytes exceeds the {limit}-byte limit",
                            "body", status=413)
-    chunks: list[bytes] = []
+    kept: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    async for chunk in chunks:
         size += len(chunk)
         if size > limit:
-            await _discard(request, size)
+            await _discard(chunks, size)
             raise too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        kept.append(chunk)
+    return b"".join(kept)
 
 
-async def _discard(request: Request, size: int) -> None:
-    """Read what is left of a refused body without keeping it, while the total stays within `DRAIN_BYTES` (past
-    that the connection is closed under the client: a bound on what a refusal may cost)."""
-    if size > DRAIN_BYTES:
-        return
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > DRAIN_BYTES:
+async def _discard(chunks: AsyncIterator[bytes], size: int) -> None:
+    """Read what is left of a refused body without keeping it, while the total stays within `DRAIN_BYTES` and bytes
+    keep coming (a pause of `DRAIN_IDLE_SECONDS` ends it: a client that declared a body and sends nothing gets its
+    413 at once). Past either bound the connection is closed under the client: what a refusal may cost is bounded."""
+    while size <= DRAIN_BYTES:
+        try:
+            size += len(await asyncio.wait_for(anext(chunks), DRAIN_IDLE_SECONDS))
+        except (StopAsyncIteration, TimeoutError):
             return
 
 
