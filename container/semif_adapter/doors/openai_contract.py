@@ -98,13 +98,17 @@ def _read(content: Content) -> Any:
         return content
     pieces = [part.text if isinstance(part, TextPart) else part.data for part in content
               if isinstance(part, TextPart | JsonPart)]  # images were refused at validation
-    return pieces[0] if len(pieces) == 1 else "\n\n".join(as_text(piece) for piece in pieces)
+    return _joined(pieces)
 
 
 def _state(request: DecisionsRequest) -> Any:
     if isinstance(request.input, str):
         return request.input
-    pieces = [_read(message.content) for message in request.input]
+    return _joined([_read(message.content) for message in request.input])
+
+
+def _joined(pieces: list[Any]) -> Any:
+    """One piece as it is (a JSON part keeps its structure); several as text joined by blank lines."""
     return pieces[0] if len(pieces) == 1 else "\n\n".join(as_text(piece) for piece in pieces)
 
 
@@ -114,9 +118,8 @@ def _option_ids(question: ChoiceQuestion) -> list[str]:
     strings = {choice.value for choice in question.choices if isinstance(choice.value, str)}
     ids = []
     for choice in question.choices:
-        value = choice.value
-        text = value if isinstance(value, str) else ("true" if value else "false")
-        ids.append(text if isinstance(value, str) or text not in strings else f"{text}\u0000boolean")
+        text = _value_text(choice.value)
+        ids.append(text if isinstance(choice.value, str) or text not in strings else f"{text}\u0000boolean")
     return ids
 
 
