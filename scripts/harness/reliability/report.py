@@ -5,6 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# Whom the page is for, as every page under docs/ opens (tests/docs/test_doc_links.py).
+OPENING = """\
+For whoever has to trust the endpoints under real traffic: after this page you know what the latest reliability
+run found (its verdict, the decision endpoint under load, slow senders, hostile and generated inputs, faults, the
+chat endpoint) and with which settings. What each check does and how to run it: [reliability.md](../reliability.md)."""
+
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -93,7 +99,7 @@ def _chat_section(chat: dict[str, Any]) -> list[str]:
 
 def render_markdown(report: dict[str, Any]) -> str:
     decision = report["decision"]
-    lines = ["# Reliability report", "",
+    lines = ["# Reliability report", "", OPENING, "",
              f"Generated {report['generated']} by `{report['command']}` in {report['seconds']:.0f} s on "
              f"{report['machine']['cpus']} CPUs (load average at start {report['machine']['load_average']}). "
              "Everything ran on 127.0.0.1 against the real adapter, the real llama-server and the embedded "
