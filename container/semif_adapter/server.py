@@ -19,15 +19,20 @@ import socket
 import sys
 import time
 from concurrent.futures import Future
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import uvicorn
 
 from .core import metrics
+from .core.decider import Decider
+from .core.native_service import NativeDecisionService
 from .core.service import DecisionService
 from .doors.api_keys import ApiKeys, KeysFileError
 from .doors.http_app import build_app
+from .engine.decision_types import UnsupportedDecisionTypeError, decision_type
+from .engine.gguf_header import GGUFHeaderError, read_gguf_info
 from .engine.integrity import ModelIntegrityError
 from .engine.llama_runtime import RuntimeStartError
 from .engine.model_files import ModelFileError, resolve_model_path
@@ -66,7 +71,7 @@ def configure_logging() -> None:
 class DrainingServer(uvicorn.Server):
     """uvicorn's graceful shutdown, told to the service first so queued work is handled in time."""
 
-    def __init__(self, config: uvicorn.Config, service: DecisionService) -> None:
+    def __init__(self, config: uvicorn.Config, service: Decider) -> None:
         super().__init__(config)
         self._service = service
 
@@ -105,6 +110,32 @@ def return_large_buffers_to_the_os() -> None:
     mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
 
 
+def choose_service(settings: Settings, model_path: Path) -> DecisionService | NativeDecisionService:
+    """Who scores this file: llama.cpp's own decision engine for a GGUF that declares a decision type (unless
+    SEMIF_DECISION_ENGINE says otherwise), our engine for any other; raises RuntimeStartError naming the key."""
+    with model_path.open("rb") as stream:
+        info = read_gguf_info(stream)
+    declared = info.decision_type
+    if settings.decision_engine == "ours" or (declared is None and settings.decision_engine == "auto"):
+        LOG.info("decision engine: ours", extra={"fields": {"decision_type": declared, "scoring": settings.scoring,
+                                                            "why": settings.decision_engine}})
+        return DecisionService(settings, model_path)
+    if declared is None:
+        raise RuntimeStartError(f"SEMIF_DECISION_ENGINE=native, but {model_path.name} declares no "
+                                f"{info.decision_type_key}: it is a generic chat model (set auto or ours)")
+    try:
+        found = decision_type(declared, info.decision_type_key)
+    except UnsupportedDecisionTypeError as error:
+        raise RuntimeStartError(str(error)) from error
+    assert found is not None
+    if not info.has_systemone_template:
+        raise RuntimeStartError(f"{model_path.name} declares {info.decision_type_key} = {declared!r} but has no "
+                                "tokenizer.chat_template.systemone: llama.cpp cannot prompt it")
+    LOG.info("decision engine: native", extra={"fields": {"decision_type": declared, "reads": found.reads,
+                                                          "why": settings.decision_engine}})
+    return NativeDecisionService(settings, model_path, found)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     return_large_buffers_to_the_os()
@@ -114,10 +145,10 @@ def main(argv: list[str] | None = None) -> int:
                                            host=args.host)
         model_path = resolve_model_path(settings.model_path, settings.model_dir)
         api_keys = ApiKeys(settings.api_keys_file) if settings.api_keys_file else None
-    except (SettingsError, ModelFileError, KeysFileError, OSError) as error:
+        service = choose_service(settings, model_path)
+    except (SettingsError, ModelFileError, KeysFileError, OSError, GGUFHeaderError, RuntimeStartError) as error:
         LOG.error("startup failed: %s", error)
         return 1
-    service = DecisionService(settings, model_path)
     config = uvicorn.Config(build_app(service, api_keys), host=settings.host, port=settings.port, log_config=None,
                             access_log=False,
                             timeout_graceful_shutdown=int(settings.drain_seconds + ABORT_GRACE_SECONDS),
@@ -130,6 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         if error is not None:
             failure.append(error)
             server.should_exit = True  # /ping stays 503 until the process is gone
+
+    def engine_failed(reason: str) -> None:
+        failure.append(RuntimeStartError(reason))
+        server.should_exit = True  # a native engine that cannot come back: SageMaker replaces the instance
+
+    if isinstance(service, NativeDecisionService):
+        service.on_failed = engine_failed
 
     LOG.info("starting", extra={"fields": {"model_path": str(model_path), "port": settings.port,
                                            "api_keys": len(api_keys.key_ids()) if api_keys else None}})

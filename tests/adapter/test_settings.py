@@ -121,6 +121,6 @@ def test_check_environment_runs_the_adapters_own_checks_and_ignores_what_is_not_
 
 def test_every_semif_key_is_a_field_with_a_description():
     semif = {names[0] for names in ENV_NAMES.values() if names[0].startswith("SEMIF_")}
-    assert set(SEMIF_KEYS) == semif and len(semif) == 16
+    assert set(SEMIF_KEYS) == semif and len(semif) == 18
     assert all(field.description for field in Settings.model_fields.values())
 

@@ -9,7 +9,7 @@ errors; `doors/`), never a branch in the core.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -43,6 +43,17 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Asked:
+    """The question as its caller typed it, in System One's terms: what a decision-typed GGUF reads itself (its own
+    template words the prompt), where the adapter's own engine reads the `Question`'s answers instead."""
+
+    type: str  # "choice", "noul" or "score"
+    name: str  # the question's id in its request (a decision model may see its neighbours by name)
+    instructions: Any
+    criteria: Any  # choice: {option id: description}; noul: {"true": ..., "false": ...} or None; score: [levels]
+
+
+@dataclass(frozen=True)
 class Question:
     state: Any  # str, or a JSON object/array (serialised by `canonical_state`)
     criterion: Any  # str, or a JSON object/array (System One's structured instructions)
@@ -51,6 +62,7 @@ class Question:
     kind: Kind = Kind.DECISION
     debias: Debias = Debias.NONE
     temperature: float = 1.0  # applied after the raw scores: never part of a cache key
+    asked: Asked | None = field(default=None, compare=False)  # for the native engine (core/native_service.py)
 
     def canonical_order(self) -> list[int]:
         """Answer indexes sorted by their stable id: any input order gives the same prompts and numbers."""

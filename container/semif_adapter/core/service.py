@@ -67,10 +67,11 @@ class Decided:
     raw: MethodScores
     scores: Scores
     timing: Timing
+    scored_by: str | None = None  # the native engine ("native:openjev"); None: the question's own method
 
     @property
     def method(self) -> str:
-        return self.question.method.value
+        return self.scored_by or self.question.method.value
 
     @property
     def from_results(self) -> bool:

@@ -17,10 +17,10 @@ labelled cases (docs/quality/systemone.md); `Frames` names the ones compared.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .question import Answer, Kind, Question, Scoring, canonical_state
+from .question import Answer, Asked, Kind, Question, Scoring, canonical_state
 from .question_frames import Frames
 
 NOUL_WITHOUT_INSTRUCTIONS = "Does the evidence show the described outcome?"
@@ -53,7 +53,7 @@ class Asking:
     temperature: float
     frames: Frames
 
-    def choice(self, instructions: Any, options: Sequence[Option]) -> Question:
+    def choice(self, instructions: Any, options: Sequence[Option], name: str = "choice") -> Question:
         answers = []
         for option in options:
             if option.description is None:
@@ -63,9 +63,12 @@ class Asking:
             else:
                 text = as_text(option.description)
             answers.append(Answer(option.id, text))
-        return self._question(Kind.CHOICE, instructions, CHOICE_WITHOUT_INSTRUCTIONS, answers)
+        criteria = {option.id: option.name if option.description is None else option.description
+                    for option in options}
+        return self._question(Kind.CHOICE, instructions, CHOICE_WITHOUT_INSTRUCTIONS, answers,
+                              Asked("choice", name, instructions, criteria))
 
-    def yes_no(self, instructions: Any, true: Any = None, false: Any = None) -> Question:
+    def yes_no(self, instructions: Any, true: Any = None, false: Any = None, name: str = "noul") -> Question:
         """Without instructions the door guarantees a described outcome: the answers then say what yes and no
         mean."""
         if self.frames.noul == "yes_no":
@@ -73,16 +76,20 @@ class Asking:
         else:
             answers = [Answer(YES, "Yes" if true is None else f"Yes: {as_text(true)}"),
                        Answer(NO, "No" if false is None else f"No: {as_text(false)}")]
-        return self._question(Kind.NOUL, instructions, NOUL_WITHOUT_INSTRUCTIONS, answers)
+        described = {key: value for key, value in ((YES, true), (NO, false)) if value is not None}
+        return self._question(Kind.NOUL, instructions, NOUL_WITHOUT_INSTRUCTIONS, answers,
+                              Asked("noul", name, instructions, described or None))
 
-    def score(self, instructions: Any, levels: Sequence[Any]) -> Question:
+    def score(self, instructions: Any, levels: Sequence[Any], name: str = "score") -> Question:
         texts = [as_text(level) for level in levels]
         if self.frames.score == "numbered":
             texts = [f"{index}: {text}" for index, text in enumerate(texts)]
         answers = [Answer(str(index), text) for index, text in enumerate(texts)]
-        return self._question(Kind.SCORE, instructions, SCORE_WITHOUT_INSTRUCTIONS, answers)
+        return self._question(Kind.SCORE, instructions, SCORE_WITHOUT_INSTRUCTIONS, answers,
+                              Asked("score", name, instructions, list(levels)))
 
-    def _question(self, kind: Kind, instructions: Any, default: str, answers: Sequence[Answer]) -> Question:
+    def _question(self, kind: Kind, instructions: Any, default: str, answers: Sequence[Answer],
+                  asked: Asked) -> Question:
         criterion = instructions if instructions is not None else default
         return Question(state=self.state, criterion=criterion, answers=tuple(answers), method=self.method, kind=kind,
-                        temperature=self.temperature)
+                        temperature=self.temperature, asked=replace(asked, instructions=criterion))

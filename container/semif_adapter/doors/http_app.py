@@ -20,8 +20,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..core.decider import Decider
 from ..core.question import Question, canonical_state
-from ..core.service import Decided, DecisionService
+from ..core.service import Decided
 from ..errors import NotReadyError, RequestError
 from . import jsonlines, openai_contract, semif_contract, systemone_contract
 from .api_keys import ApiKeys
@@ -105,7 +106,7 @@ def _media_type(request: Request, allowed: tuple[str, ...]) -> str:
 class DecisionApi:
     """The routes, on one decision service (and its optional API keys)."""
 
-    def __init__(self, service: DecisionService, api_keys: ApiKeys | None = None) -> None:
+    def __init__(self, service: Decider, api_keys: ApiKeys | None = None) -> None:
         self.service, self.settings, self.api_keys = service, service.settings, api_keys
 
     def app(self) -> Starlette:
@@ -334,7 +335,7 @@ def _no_assets(request: Request) -> None:
             ["assets"], "image assets are not supported: this endpoint's model reads text only", "unsupported_asset")])
 
 
-def build_app(service: DecisionService, api_keys: ApiKeys | None = None) -> Starlette:
+def build_app(service: Decider, api_keys: ApiKeys | None = None) -> Starlette:
     return DecisionApi(service, api_keys).app()
 
 

@@ -130,18 +130,19 @@ def _value_text(value: str | bool) -> str:
 def to_questions(request: DecisionsRequest, default_method: str, frames: Frames = DEFAULT_FRAMES) -> list[Question]:
     asking = Asking(_state(request), request.x_scoring or Scoring(default_method), request.x_temperature, frames)
     found = []
-    for question in request.questions:
+    for index, question in enumerate(request.questions):
         instructions = _read(question.instructions)
+        name = question.name or f"question_{index}"
         if isinstance(question, Predicate):
-            found.append(asking.yes_no(instructions))
+            found.append(asking.yes_no(instructions, name=name))
         elif isinstance(question, ChoiceQuestion):
             options = [Option(oid, _value_text(choice.value), choice.description)
                        for oid, choice in zip(_option_ids(question), question.choices, strict=True)]
-            found.append(asking.choice(instructions, options))
+            found.append(asking.choice(instructions, options, name))
         else:
             found.append(asking.score(instructions, [level.label if level.description is None
                                                      else f"{level.label}: {level.description}"
-                                                     for level in question.levels]))
+                                                     for level in question.levels], name))
     return found
 
 
@@ -177,7 +178,7 @@ class DecisionsTicket:
         rendered = [_answer(answer, asked) if isinstance(answer, Decided) else _refusal(answer, asked)
                     for asked, answer in zip(self.request.questions, answers, strict=True)]
         document: dict[str, Any] = {"answers": rendered, "model": self.identity.name,
-                                    "usage": self.usage(decided), "x_scoring": self.questions[0].method.value}
+                                    "usage": self.usage(decided), "x_scoring": decided[0].method}
         if decided:
             document["x_timing"] = request_timing(decided)
         return Rendered(200, document, {})

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from ..core.question import Answer, Debias, Kind, Question, Scoring
+from ..core.question import Answer, Asked, Debias, Kind, Question, Scoring
 from ..errors import RequestError
 from .strict_json import load_json
 
@@ -89,7 +89,9 @@ class DecisionRequest(BaseModel):
         return Question(state=decision.state, criterion=decision.question,
                         answers=tuple(Answer(o.id, o.description) for o in decision.options),
                         method=Scoring(self.method(default_method)), kind=Kind.DECISION, debias=self.debias,
-                        temperature=self.temperature)
+                        temperature=self.temperature,
+                        asked=Asked("choice", "decision", decision.question,
+                                    {o.id: o.description for o in decision.options}))
 
 
 def _field_path(document: Any, error: Any) -> str:

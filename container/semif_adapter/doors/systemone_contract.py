@@ -121,7 +121,7 @@ class SystemOneTicket:
             "answers": {qid: _answer(answer, self.request.questions[qid]) for qid, answer in zip(self.ids, decided,
                                                                                                strict=True)},
             "usage": {"input_tokens": input_tokens(decided), "output_tokens": 0},
-            "x_scoring": self.questions[0].method.value,
+            "x_scoring": decided[0].method,
             "x_model": identity.document,
             "x_timing": request_timing(decided),
         }

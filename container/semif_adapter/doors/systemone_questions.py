@@ -22,13 +22,13 @@ def to_questions(request: SystemOneRequest, default_method: str,
     for qid, question in request.questions.items():
         if isinstance(question, ChoiceQuestion):
             options = [Option(name, name, description) for name, description in question.criteria.items()]
-            asked = asking.choice(question.instructions, options)
+            asked = asking.choice(question.instructions, options, qid)
         elif isinstance(question, NoulQuestion):
             criteria = question.criteria
             asked = asking.yes_no(question.instructions, criteria.true if criteria else None,
-                                  criteria.false if criteria else None)
+                                  criteria.false if criteria else None, qid)
         elif isinstance(question, ScoreQuestion):
-            asked = asking.score(question.instructions, question.criteria)
+            asked = asking.score(question.instructions, question.criteria, qid)
         else:  # refused by the schema's validation (box)
             raise TypeError(f"question {qid!r} of type {question.type} cannot be scored")
         found.append((qid, asked))

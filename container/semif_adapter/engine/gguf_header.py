@@ -38,6 +38,8 @@ ALIGNMENT_KEY = "general.alignment"
 # The model's chat template, and the tool-use variant llama-server falls back to when the default is missing
 # (common_chat_templates_init); an empty string counts as none, as it does there.
 CHAT_TEMPLATE_KEYS = ("tokenizer.chat_template", "tokenizer.chat_template.tool_use")
+SYSTEMONE_TEMPLATE_KEY = "tokenizer.chat_template.systemone"  # a decision model's prompt (llama.cpp b11361+)
+DECISION_TYPE_SUFFIX = ".decision.type"  # `<general.architecture>.decision.type`: the GGUF is a decision model
 VOCABULARY_KEY = "tokenizer.ggml.tokens"
 KV_CACHE_ELEMENT_BYTES = 2  # f16 K and V: llama.cpp's default cache types (the adapter does not change them)
 
@@ -90,6 +92,14 @@ class GGUFInfo:
     # llama.cpp's library default (`swa_full`, which the adapter keeps) allocates them: llama-server's default
     # sizes them to the window, so there it is an upper bound.
     kv_bytes_per_token: int | None = None
+    # `<arch>.decision.type` (openjev, lev, ...): a fine-tuned decision model, scored by its own head
+    # (engine/decision_types.py); None for a generic chat model.
+    decision_type: str | None = None
+    has_systemone_template: bool = False
+
+    @property
+    def decision_type_key(self) -> str:
+        return f"{self.architecture}{DECISION_TYPE_SUFFIX}"
 
     @property
     def required_bytes(self) -> int | None:
@@ -190,6 +200,8 @@ def read_gguf_info(stream: ByteReader) -> GGUFInfo:
         has_chat_template=any(_as_str(values.get(key)) for key in CHAT_TEMPLATE_KEYS),
         vocab_size=vocabulary.count if isinstance(vocabulary := values.get(VOCABULARY_KEY), _Array) else None,
         kv_bytes_per_token=_kv_bytes_per_token(values, arch) if arch else None,
+        decision_type=_as_str(values.get(f"{arch}{DECISION_TYPE_SUFFIX}")) if arch else None,
+        has_systemone_template=bool(_as_str(values.get(SYSTEMONE_TEMPLATE_KEY))),
     )
 
 

