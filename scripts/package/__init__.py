@@ -7,8 +7,11 @@
 no fast CPU kernel) and prints how far the converted model's decisions are from the original's on a fixed set
 of decisions, per scoring method. Packaging says when the model's weight types have no fast kernel on the
 accelerator it is meant for, and what the chat endpoint will do with a model that has no chat template (`semif
-check` too: the warning needs only the header). Every refusal is one line naming the file and the rule, with
-exit status 2.
+check` too: the warning needs only the header). Both say what the header makes of the model and who will score
+it on the decision endpoint (`decisions: decision model: openjev (llama.cpp's own decision engine)` for a GGUF
+that declares `<arch>.decision.type`, `generic chat model: our engine` for any other), and refuse a decision type
+the pinned llama.cpp does not serve (naming the key and the supported types) and a decision model without
+`tokenizer.chat_template.systemone`. Every refusal is one line naming the file and the rule, with exit status 2.
 """
 
 from __future__ import annotations

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from ..engine.gguf_header import ByteReader, GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
+from ..engine.decision_types import DecisionType, UnsupportedDecisionTypeError, decision_type
+from ..engine.gguf_header import (
+    SYSTEMONE_TEMPLATE_KEY,
+    ByteReader,
+    GGUFHeaderError,
+    GGUFInfo,
+    read_gguf_info,
+    require_complete,
+)
 from ..engine.model_files import (
     MAX_DEPTH,
     SHARD_PATTERN,
@@ -63,6 +71,7 @@ class ArtifactReport:
             f"vocabulary:    {info.vocab_size or '?'} tokens",
             f"KV cache:      {_per_token(info.kv_bytes_per_token)}",
             f"chat template: {'in the GGUF' if info.has_chat_template else 'none'}",
+            f"decisions:     {serving_path(info)}",
             f"model size:    {self.model_bytes:,} bytes",
             f"model sha256:  {self.model_sha256}",
             f"tarball size:  {self.tarball_bytes:,} bytes",
@@ -95,6 +104,33 @@ def chat_template_warning(has_chat_template: bool | None) -> str | None:
             f"set {CHAT_TEMPLATE_KEY} to the model's own format, as a Jinja template, or as a llama.cpp built-in "
             f"name (e.g. gemma) together with {NO_JINJA_KEY}=true (with Jinja on, llama-server's default, a bare "
             f"name other than chatml is taken as the template's text)")
+
+
+NATIVE_ENGINE = "llama.cpp's own decision engine"
+OUR_ENGINE = "our engine"
+
+
+def serving_path(info: GGUFInfo) -> str:
+    """What the header makes of the model, and who scores it on the decision endpoint (SEMIF_DECISION_ENGINE=auto):
+    `decision model: openjev (llama.cpp's own decision engine)` or `generic chat model: our engine`."""
+    if info.decision_type is None:
+        return f"generic chat model: {OUR_ENGINE}"
+    return f"decision model: {info.decision_type} ({NATIVE_ENGINE})"
+
+
+def require_servable(info: GGUFInfo, where: Path | str) -> DecisionType | None:
+    """The model's decision type (None: a generic chat model); ModelFileError, naming the file and the header key,
+    for a type the pinned llama.cpp does not serve (its model load would fail) or a decision model without the
+    prompt template its head is asked through."""
+    try:
+        found = decision_type(info.decision_type, info.decision_type_key)
+    except UnsupportedDecisionTypeError as error:
+        raise ModelFileError(f"{where}: {error}") from None
+    if found is not None and not info.has_systemone_template:
+        raise ModelFileError(f"{where}: declares {info.decision_type_key} = {info.decision_type!r} but has no "
+                             f"{SYSTEMONE_TEMPLATE_KEY}: llama.cpp's decision engine builds every prompt from it, "
+                             "so it cannot ask this model anything")
+    return found
 
 
 class _Digesting(io.RawIOBase):
@@ -163,6 +199,7 @@ def build_tarball(
         with path.open("rb") as head:
             infos[path] = _read_info(head, path, path.stat().st_size)
     info = infos[files[0]]
+    require_servable(info, files[0])
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     file_digests: dict[PurePosixPath, str] = {}
@@ -244,6 +281,7 @@ def check_tarball(tarball: Path, *, allow_projector: bool = False,
         except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as error:
             raise ModelFileError(f"{tarball}: not a readable tar.gz archive ({error})") from error
     layout = select_model(names, source=str(tarball), allow_projector=allow_projector)
+    require_servable(infos[layout.model], f"{tarball}:{layout.model}")
     return ArtifactReport(
         path=tarball, layout=layout, info=infos[layout.model],
         model_bytes=sum(sizes[p] for p in layout.files), model_sha256=model_digest(layout, file_digests),

@@ -1,0 +1,103 @@
+"""`semif package` and `semif check` on decision-typed GGUFs: what they print about who scores the model, and the
+decision types and templates they refuse (issue 42, "Detection, early")."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+from support.gguf_files import write_gguf
+
+from scripts.dev.decision_models import decision_model
+from semif_adapter.engine.decision_types import DECISION_TYPES, PINNED_LLAMA_CPP
+
+SUPPORTED = ", ".join(DECISION_TYPES)
+
+
+def run_cli(command: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`semif package|check ARGS`: the venv's `semif`, running the checkout's tools."""
+    return subprocess.run([str(Path(sys.executable).with_name("semif")), command, *args], capture_output=True,
+                          text=True, check=False, timeout=120)
+
+
+def declaring(path: Path, decision_type: str, *, systemone: bool = True) -> Path:
+    """A small GGUF that declares `llama.decision.type` (with or without its systemone template)."""
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(2048)
+    writer.add_file_type(3)
+    writer.add_string("llama.decision.type", decision_type)
+    if systemone:
+        writer.add_string("tokenizer.chat_template.systemone", "{{ state }}")
+    writer.add_tensor("token_embd.weight", np.arange(32, dtype=np.float32).reshape(4, 8))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def tarball_of(model: Path) -> Path:
+    """A model.tar.gz made without the packaging rules (as another tool could), for `semif check`."""
+    output = model.with_suffix(".tar.gz")
+    with tarfile.open(output, "w:gz") as tar:
+        data = model.read_bytes()
+        member = tarfile.TarInfo(model.name)
+        member.size = len(data)
+        tar.addfile(member, io.BytesIO(data))
+    return output
+
+
+def test_a_decision_model_is_named_with_its_type_and_llama_cpps_engine_by_package_and_check(tmp_path: Path) -> None:
+    out = tmp_path / "model.tar.gz"
+    built = run_cli("package", str(decision_model("openjev")), "-o", str(out))
+    assert built.returncode == 0, built.stderr
+    line = "decisions:     decision model: openjev (llama.cpp's own decision engine)"
+    assert line in built.stdout.splitlines()
+    checked = run_cli("check", str(out))
+    assert checked.returncode == 0, checked.stderr
+    assert line in checked.stdout.splitlines()
+
+
+def test_a_generic_model_is_named_with_our_engine(tmp_path: Path) -> None:
+    out = tmp_path / "model.tar.gz"
+    built = run_cli("package", str(write_gguf(tmp_path / "plain.gguf")), "-o", str(out))
+    assert built.returncode == 0, built.stderr
+    assert "decisions:     generic chat model: our engine" in built.stdout.splitlines()
+    checked = run_cli("check", str(out))
+    assert "decisions:     generic chat model: our engine" in checked.stdout.splitlines()
+
+
+@pytest.mark.parametrize("command", ["package", "check"])
+def test_an_unknown_decision_type_is_refused_naming_the_key_and_the_supported_types(tmp_path: Path,
+                                                                                     command: str) -> None:
+    model = declaring(tmp_path / "frob.gguf", "frob")
+    target = str(model) if command == "package" else str(tarball_of(model))
+    result = run_cli(command, target, *(["-o", str(tmp_path / "out.tar.gz")] if command == "package" else []))
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"llama.decision.type = 'frob' is not a decision type llama.cpp {PINNED_LLAMA_CPP} serves " \
+           f"(supported: {SUPPORTED})" in result.stderr
+    assert result.stderr.startswith("package_model: refused: ") and "frob.gguf" in result.stderr
+    assert not (tmp_path / "out.tar.gz").exists()
+
+
+@pytest.mark.parametrize("command", ["package", "check"])
+def test_a_decision_model_without_its_systemone_template_is_refused(tmp_path: Path, command: str) -> None:
+    model = declaring(tmp_path / "bare.gguf", "lev", systemone=False)
+    target = str(model) if command == "package" else str(tarball_of(model))
+    result = run_cli(command, target, *(["-o", str(tmp_path / "out.tar.gz")] if command == "package" else []))
+    assert result.returncode == 2, result.stdout
+    assert "declares llama.decision.type = 'lev' but has no tokenizer.chat_template.systemone" in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_decision_model_with_its_template_packages(tmp_path: Path) -> None:
+    built = run_cli("package", str(declaring(tmp_path / "lev.gguf", "lev")), "-o", str(tmp_path / "out.tar.gz"))
+    assert built.returncode == 0, built.stderr
+    assert "decisions:     decision model: lev (llama.cpp's own decision engine)" in built.stdout.splitlines()
