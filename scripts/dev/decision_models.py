@@ -66,17 +66,19 @@ TEMPERATURES = {"openjev": {"choice": 0.85, "score": 0.85, "noul": 0.85 * 1.8290
 
 def write_decision_model(source: Path, target: Path, decision_type: str) -> Path:
     """A copy of `source` that declares `decision_type`, with its `systemone` template (and its default chat
-    template kept beside it: copy_with_new_metadata drops the old ones)."""
+    template kept beside it: copy_with_new_metadata drops the old ones). A type without a template here (kev,
+    laya, clef need tensors of their own; or a made-up one) gets OpenJev's: such a file is for refusal tests."""
     reader = gguf.GGUFReader(str(source))
     arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     chat = reader.fields[gguf.Keys.Tokenizer.CHAT_TEMPLATE].contents()
     new = {
         gguf.Keys.Tokenizer.CHAT_TEMPLATE: MetadataDetails(gguf.GGUFValueType.STRING, [
-            {"name": "default", "template": chat}, {"name": "systemone", "template": TEMPLATES[decision_type]}]),
+            {"name": "default", "template": chat},
+            {"name": "systemone", "template": TEMPLATES.get(decision_type, OPENJEV_TEMPLATE)}]),
         f"{arch}.decision.type": MetadataDetails(gguf.GGUFValueType.STRING, decision_type),
         gguf.Keys.General.NAME: MetadataDetails(gguf.GGUFValueType.STRING, f"{target.stem}"),
     }
-    for name, value in TEMPERATURES[decision_type].items():
+    for name, value in TEMPERATURES.get(decision_type, {}).items():
         new[f"{arch}.decision.temperature.{name}"] = MetadataDetails(gguf.GGUFValueType.FLOAT32, value)
     partial = target.with_name(target.name + ".partial")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -99,7 +99,11 @@ class NativeDecisionService:
             flash_attn={FlashAttention.ENABLED: "on", FlashAttention.DISABLED: "off"}.get(self.settings.flash_attn),
             binary=self.settings.llama_server)
         self.server = NativeServer(options, on_failed=self._give_up)
-        self.server.start()
+        try:
+            self.server.start()
+        except RuntimeStartError as error:
+            raise RuntimeStartError(f"llama.cpp's decision engine cannot serve this '{self.decision.name}' model: "
+                                    f"{error}") from error
         reply = self.server.call("POST", "/v1/systemone", WARMUP_REQUEST, CALL_TIMEOUT_SECONDS)
         if reply.status != 200:
             raise RuntimeStartError(f"the native decision engine refused its warm-up question: {reply.document}")

@@ -63,8 +63,7 @@ class Asking:
             else:
                 text = as_text(option.description)
             answers.append(Answer(option.id, text))
-        criteria = {option.id: option.name if option.description is None else option.description
-                    for option in options}
+        criteria = {option.id: option.description for option in options}  # as the caller wrote them
         return self._question(Kind.CHOICE, instructions, CHOICE_WITHOUT_INSTRUCTIONS, answers,
                               Asked("choice", name, instructions, criteria))
 

@@ -113,6 +113,7 @@ class NativeServer:
         self._lock = threading.Lock()
         self._lines: collections.deque[str] = collections.deque(maxlen=KEPT_LOG_LINES)
         self._watchdog: threading.Thread | None = None
+        self.arguments: list[str] = []  # the running server's command line (logged: a peer can be started alike)
         self.restarts = 0
         self.failed: str | None = None
         self.started_ms = 0.0  # the last start, from spawn to /health 200
@@ -137,7 +138,8 @@ class NativeServer:
         with self._lock:
             self._port = free_port()
             self._lines.clear()
-            self._process = subprocess.Popen(self.options.arguments(self._port), stdin=subprocess.DEVNULL,
+            self.arguments = self.options.arguments(self._port)
+            self._process = subprocess.Popen(self.arguments, stdin=subprocess.DEVNULL,
                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                              preexec_fn=_die_with_parent)  # noqa: PLW1509 (only prctl)
             process = self._process
@@ -151,7 +153,8 @@ class NativeServer:
                 self.started_ms = (time.perf_counter() - started) * 1000
                 self._ready.set()
                 LOG.info("native decision server ready", extra={"fields": {
-                    "pid": process.pid, "port": self._port, "start_ms": round(self.started_ms, 1)}})
+                    "pid": process.pid, "port": self._port, "start_ms": round(self.started_ms, 1),
+                    "arguments": self.arguments}})
                 return
             time.sleep(0.05)
         self._kill(process)

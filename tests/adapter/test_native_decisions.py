@@ -1,0 +1,384 @@
+"""A decision-typed GGUF served by llama.cpp's own decision engine, behind every door of the adapter.
+
+The model is the embedded SmolLM2 GGUF with decision metadata added (scripts/dev/decision_models.py: metadata only,
+never trained for it, so its answers are plumbing, not quality). Each door's answers are compared with those of
+llama-server b11434 called directly on the same file: a second llama-server started with the adapter's own command
+line (from its log) and sent the same requests in the same order, warm-up included, because llama-server's numbers
+depend on what its prompt cache holds (measured: 0.676 and then 0.649 for the same option, the same request twice).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import START_TIMEOUT, AdapterProcess
+from support.systemone import many_options
+from test_systemone_conformance import KEY, jevcompat
+
+from scripts.dev.decision_models import decision_model, write_decision_model
+from semif_adapter.core.native_service import WARMUP_REQUEST
+from semif_adapter.doors.api_keys import HASH_PREFIX, digest
+from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.native_server import free_port
+
+pytestmark = pytest.mark.slow
+STATE = "I was charged twice for my order last week and nobody has replied."
+QUESTIONS: dict[str, Any] = {
+    "route": {"type": "choice", "instructions": "Which team should handle this?",
+              "criteria": {"billing": "payments and refunds", "shipping": None, "technical": None}},
+    "urgency": {"type": "score", "instructions": "How urgent is this?",
+                "criteria": ["can wait", "this week", "today", "right now"]},
+    "angry": {"type": "noul", "instructions": "Is the customer angry?",
+              "criteria": {"true": "the customer is angry", "false": "the customer is calm"}},
+}
+TOLERANCE = 1e-12  # what a door derives (confidence, a score's expectation) in another order of sums
+
+
+def native_log(adapter: AdapterProcess) -> dict[str, Any]:
+    for line in adapter.logs().splitlines():
+        if '"native decision server ready"' in line:
+            found: dict[str, Any] = json.loads(line)
+            return found
+    raise AssertionError(f"no native server in the log:\n{adapter.logs()}")
+
+
+class DirectServer:
+    """llama-server started with the adapter's own arguments on another port, warmed up as the adapter warms up."""
+
+    def __init__(self, arguments: list[str]) -> None:
+        self.port = free_port()
+        arguments = list(arguments)
+        arguments[arguments.index("--port") + 1] = str(self.port)
+        self.process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=120)
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                if self.client.get("/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert self.process.poll() is None, "the direct llama-server exited"
+            time.sleep(0.1)
+        assert self.ask(WARMUP_REQUEST).status_code == 200
+
+    def ask(self, body: dict[str, Any]) -> httpx.Response:
+        return self.client.post("/v1/systemone", json=body)
+
+    def stop(self) -> None:
+        self.client.close()
+        self.process.terminate()
+        self.process.wait(30)
+
+
+@pytest.fixture(scope="module")
+def openjev() -> Path:
+    return decision_model("openjev")
+
+
+@pytest.fixture
+def head(request: pytest.FixtureRequest, openjev: Path) -> Path:
+    """The decision model of the test: OpenJev's unless a test asks for another type."""
+    return decision_model(request.param) if hasattr(request, "param") else openjev
+
+
+@pytest.fixture
+def pair(head: Path) -> Iterator[tuple[AdapterProcess, DirectServer, httpx.Client]]:
+    """A fresh adapter on the decision model and a fresh direct llama-server like its own (same cache history)."""
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(head), "SEMIF_RESULT_CACHE_ENTRIES": "0"})
+    direct = None
+    try:
+        adapter.wait_ready()
+        direct = DirectServer(native_log(adapter)["arguments"])
+        with httpx.Client(base_url=adapter.url, timeout=120) as client:
+            yield adapter, direct, client
+    finally:
+        if direct is not None:
+            direct.stop()
+        adapter.stop()
+
+
+def same_answer(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    """Ours carries every field llama-server gives, with the same values (and x_ fields of its own)."""
+    assert ours["type"] == theirs["type"]
+    for key, value in theirs.items():
+        if key == "probabilities":
+            assert ours[key] == value  # the same floats: relayed, never recomputed
+        elif isinstance(value, float):
+            assert math.isclose(ours[key], value, rel_tol=TOLERANCE, abs_tol=TOLERANCE), (key, ours[key], value)
+        else:
+            assert ours[key] == value, key
+
+
+def test_the_adapter_takes_the_native_path_and_says_so(pair, openjev):
+    adapter, _, client = pair
+    log = native_log(adapter)
+    assert log["arguments"][log["arguments"].index("--host") + 1] == "127.0.0.1"  # loopback only
+    assert '"decision engine: native"' in adapter.logs() and '"decision_type": "openjev"' in adapter.logs()
+    assert client.get("/ping").status_code == 200
+    models = client.get("/v1/models").json()
+    assert models["models"][0]["name"] == openjev.stem
+
+
+@pytest.mark.parametrize("head", ["openjev", "lev"], indirect=True)
+def test_system_one_answers_equal_llama_servers_own_through_both_routes(pair, head):
+    """Both label heads: OpenJev's letters, and lev's codes read forward and reversed with a 9-point noul."""
+    _, direct, client = pair
+    body = {"state": STATE, "questions": QUESTIONS}
+    for route in ("/v1/systemone", "/invocations"):
+        ours = client.post(route, json={"model": "jev-latest", **body})
+        theirs = direct.ask(body)
+        assert ours.status_code == theirs.status_code == 200, ours.text
+        mine, reference = ours.json(), theirs.json()
+        assert list(mine["answers"]) == list(QUESTIONS)
+        for name in QUESTIONS:
+            same_answer(mine["answers"][name], reference["answers"][name])
+        assert mine["usage"] == reference["usage"]
+        assert mine["x_scoring"] == f"native:{head.name.split('-')[2]}"
+
+
+def test_one_question_alone_and_52_options_equal_llama_servers_own(pair):
+    _, direct, client = pair
+    for questions in ({"angry": QUESTIONS["angry"]},
+                      {"queue": {"type": "choice", "instructions": "Which queue?", "criteria": many_options(52)}}):
+        body = {"state": STATE, "questions": questions}
+        ours, theirs = client.post("/v1/systemone", json=body), direct.ask(body)
+        assert ours.status_code == theirs.status_code == 200, ours.text
+        for name in questions:
+            same_answer(ours.json()["answers"][name], theirs.json()["answers"][name])
+
+
+def test_semif_and_openai_doors_ask_the_same_question_of_the_head(pair):
+    """A SemIf decision is one choice question; OpenAI's predicate, choice and score are noul, choice and score."""
+    _, direct, client = pair
+    decision = {"decision": {"id": "case-1", "state": STATE, "question": "Which team should handle this?",
+                             "options": [{"id": "billing", "description": "payments and refunds"},
+                                         {"id": "shipping", "description": "deliveries"}]}}
+    ours = client.post("/invocations", json=decision)
+    theirs = direct.ask({"state": STATE, "questions": {"decision": {
+        "type": "choice", "instructions": "Which team should handle this?",
+        "criteria": {"billing": "payments and refunds", "shipping": "deliveries"}}}})
+    assert ours.status_code == theirs.status_code == 200, ours.text
+    expected = theirs.json()["answers"]["decision"]["probabilities"]
+    got = ours.json()
+    assert dict(zip(got["option_ids"], got["probabilities"], strict=True)) == expected
+    assert got["scoring"] == "native:openjev"
+
+    openai = {"model": "jev-latest", "input": STATE, "questions": [
+        {"type": "predicate", "name": "angry", "instructions": "Is the customer angry?"},
+        {"type": "choice", "name": "route", "instructions": "Which team should handle this?",
+         "choices": [{"value": "billing", "description": "payments and refunds"}, {"value": "shipping"}]},
+        {"type": "score", "name": "urgency", "instructions": "How urgent is this?",
+         "levels": [{"label": "can wait"}, {"label": "today", "description": "before tonight"}]}]}
+    ours = client.post("/v1/decisions", json=openai)
+    theirs = direct.ask({"state": STATE, "questions": {
+        "angry": {"type": "noul", "instructions": "Is the customer angry?"},
+        "route": {"type": "choice", "instructions": "Which team should handle this?",
+                  "criteria": {"billing": "payments and refunds", "shipping": None}},
+        "urgency": {"type": "score", "instructions": "How urgent is this?",
+                    "criteria": ["can wait", "today: before tonight"]}}})
+    assert ours.status_code == theirs.status_code == 200, ours.text
+    reference = theirs.json()["answers"]
+    angry, route, urgency = ours.json()["answers"]
+    assert (angry["name"], route["name"], urgency["name"]) == ("angry", "route", "urgency")
+    assert angry["probability"] == reference["angry"]["noul"]
+    assert {c["value"]: c["probability"] for c in route["probabilities"]} == reference["route"]["probabilities"]
+    assert route["choice"] == reference["route"]["choice"]
+    assert [level["probability"] for level in urgency["probabilities"]] == \
+        list(reference["urgency"]["probabilities"].values())
+    assert math.isclose(urgency["score"], reference["urgency"]["score"], rel_tol=TOLERANCE)
+
+
+def test_an_option_limit_of_the_head_is_a_clear_error_in_each_doors_shape(pair):
+    client = pair[2]
+    over = {"state": STATE, "questions": {"queue": {"type": "choice", "instructions": "Which queue?",
+                                                    "criteria": many_options(53)}}}
+    refused = client.post("/v1/systemone", json=over)
+    assert refused.status_code == 422, refused.text
+    detail = refused.json()["detail"][0]
+    assert detail["type"] == "too_many_options" and "more than the 52" in detail["msg"]
+    assert detail["loc"][:4] == ["body", "questions", "queue", "criteria"]
+    openai = client.post("/v1/decisions", json={"model": "jev-latest", "input": STATE, "questions": [
+        {"type": "choice", "instructions": "Which queue?", "choices": [{"value": f"queue {i}"} for i in range(53)]}]})
+    assert openai.status_code == 400, openai.text
+    error = openai.json()["error"]
+    assert error["code"] == "too_many_options" and "more than the 52" in error["message"]
+    assert error["param"] == "questions[0].choices[52]"
+    assert client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS}).status_code == 200
+
+
+def test_a_native_server_killed_mid_request_is_a_503_then_it_is_restarted(pair):
+    adapter, _, client = pair
+    slow = {"state": STATE, "questions": {"queue": {"type": "choice", "instructions": "Which queue?",
+                                                    "criteria": many_options(52)}}}  # seconds of work
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        in_flight = pool.submit(client.post, "/v1/systemone", json=slow)
+        time.sleep(0.5)
+        os.kill(native_log(adapter)["pid"], signal.SIGKILL)
+        answered = in_flight.result()
+    assert answered.status_code == 503, answered.text
+    assert answered.json()["detail"]["error_type"] == "service_unavailable"
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline and adapter.logs().count('"native decision server ready"') < 2:
+        time.sleep(0.2)
+    assert '"native decision server exited with -9; restarting"' in adapter.logs()
+    while time.monotonic() < deadline and client.get("/ping").status_code != 200:
+        time.sleep(0.1)
+    again = client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS})
+    assert again.status_code == 200, again.text
+
+
+def test_a_slow_native_start_keeps_ping_at_503_until_it_answers(openjev, tmp_path):
+    slow = tmp_path / "slow-llama-server"
+    slow.write_text(f"#!/bin/sh\nsleep 4\nexec {shutil.which('llama-server')} \"$@\"\n")
+    slow.chmod(0o755)
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SEMIF_LLAMA_SERVER": str(slow)})
+    try:
+        with httpx.Client(base_url=adapter.url, timeout=30) as client:
+            seen = set()
+            deadline = time.monotonic() + START_TIMEOUT
+            while time.monotonic() < deadline:
+                try:
+                    status = client.get("/ping").status_code
+                except httpx.TransportError:
+                    time.sleep(0.1)
+                    continue
+                seen.add(status)
+                if status == 200:
+                    break
+                busy = client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS})
+                assert busy.status_code == 503 and busy.json()["detail"]["error_type"] == "service_unavailable"
+                time.sleep(0.2)
+            assert seen == {503, 200}
+    finally:
+        adapter.stop()
+
+
+def test_a_native_server_answering_500_is_a_503_in_each_doors_shape_and_the_endpoint_serves_on(openjev, tmp_path):
+    """The peer's failure, injected: a stand-in llama-server whose /v1/systemone answers 500 (llama-server's answer
+    when a head returns NaN) after a healthy warm-up."""
+    stand_in = tmp_path / "failing-llama-server"
+    stand_in.write_text(FAILING_SERVER.format(python=sys.executable))
+    stand_in.chmod(0o755)
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SEMIF_LLAMA_SERVER": str(stand_in)})
+    try:
+        adapter.wait_ready()
+        with httpx.Client(base_url=adapter.url, timeout=30) as client:
+            for _ in range(2):
+                systemone = client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS})
+                assert systemone.status_code == 503, systemone.text
+                assert systemone.json()["detail"]["error_type"] == "service_unavailable"
+                assert systemone.headers["retry-after"] == "5"
+                semif = client.post("/invocations", json={"decision": {
+                    "id": "x", "state": STATE, "question": "Which team?",
+                    "options": [{"id": "a", "description": "billing"}, {"id": "b", "description": "shipping"}]}})
+                assert semif.status_code == 503 and semif.json()["error"]["code"] == "engine_unavailable"
+                openai = client.post("/v1/decisions", json={"model": "jev-latest", "input": STATE, "questions": [
+                    {"type": "predicate", "instructions": "Is the customer angry?"}]})
+                assert openai.status_code == 503 and openai.json()["error"]["code"] == "engine_unavailable"
+            assert client.get("/ping").status_code == 200
+    finally:
+        adapter.stop()
+
+
+FAILING_SERVER = """#!{python}
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+port = int(sys.argv[sys.argv.index("--port") + 1])
+asked = []
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, document):
+        body = json.dumps(document).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.answer(200, {{"status": "ok"}})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        asked.append(1)
+        if len(asked) == 1:  # the adapter's warm-up
+            self.answer(200, {{"answers": {{"ready": {{"type": "noul", "noul": 0.5}}}},
+                              "usage": {{"input_tokens": 1}}}})
+        else:
+            self.answer(500, {{"error": {{"code": 500, "message": "the model could not evaluate the decision",
+                                          "type": "server_error"}}}})
+
+ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+def test_nothing_is_left_running_after_sigterm(openjev):
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev)})
+    try:
+        adapter.wait_ready()
+        pid = native_log(adapter)["pid"]
+        adapter.proc.send_signal(signal.SIGTERM)
+        assert adapter.wait_exit() == 0
+        with pytest.raises(ProcessLookupError):
+            for _ in range(100):
+                os.kill(pid, 0)
+                time.sleep(0.05)
+    finally:
+        adapter.stop()
+
+
+@pytest.mark.parametrize(("declared", "message"), [
+    ("foo", "llama.decision.type = 'foo' is not a decision type llama.cpp b11434 serves (supported: openjev, lev, "
+            "nimble, kev, laya, clef)"),
+    ("kev", "llama.cpp's decision engine cannot serve this 'kev' model: llama-server exited"),
+])
+def test_a_type_the_file_cannot_carry_is_refused_at_start_naming_it(declared, message, tmp_path):
+    """kev, laya and clef need tensors or an architecture of their own: metadata on a chat GGUF cannot make one, and
+    llama-server refuses it (here: no <|box_end|> token); an unknown type is refused before llama-server starts."""
+    model = write_decision_model(embedded_model_path(), tmp_path / f"{declared}.gguf", declared)
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(model)})
+    try:
+        assert adapter.wait_exit(START_TIMEOUT) == 1
+        assert message in adapter.logs(), adapter.logs()
+        if declared == "kev":
+            assert "<|box_end|>" in adapter.logs()
+    finally:
+        adapter.stop()
+
+
+def test_jevcompat_passes_on_the_native_path_but_for_the_heads_own_option_limit(openjev, tmp_path):
+    """The public conformance suite, unmodified, with a key: every MUST and SHOULD passes but `choice.options`
+    (2 to 255 options), which OpenJev's 52 letters cannot meet: its 64-option case gets our 422 naming the limit."""
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"native {HASH_PREFIX}{digest(KEY).hex()}\n")
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SEMIF_API_KEYS_FILE": str(keys)})
+    try:
+        adapter.wait_ready()
+        report = jevcompat(adapter.url, tmp_path / "native.json", "--key", KEY)
+    finally:
+        adapter.stop()
+    results = {result["id"]: result for result in report["results"]}
+    not_passed = {rid: r["status"] for rid, r in results.items() if r["status"] != "pass"}
+    assert not_passed == {"choice.options": "fail", "auth.ignored-when-off": "skip"}  # the latter: runs without a key
+    findings = results["choice.options"]["findings"]
+    assert [f["case"] for f in findings] == ["choice-options:64"]
+    assert "got 422" in findings[0]["message"] and "more than the 52 a 'openjev' decision model" in \
+        findings[0]["message"]
