@@ -1,6 +1,7 @@
 """The chat + decision pair as one construct, for any CDK app: the model artifact, the decision image build, the
-two models in their hosting mode, and what operates them (keys, alarm topic, dashboard, batch locations), with the
-System One API in front of the decision model where the environment turns it on.
+two models in their hosting mode (the decision model alone where the environment says `chat: false`), and what
+operates them (keys, alarm topic, dashboard, batch locations), with the System One API in front of the decision
+model where the environment turns it on.
 
 Its props are typed and validated, and need no cdk.json: `DecisionEndpointPairProps.build(...)` takes the app's
 name, an environment name and an `EnvironmentSettings` (the same pydantic model cdk.json's environments are parsed
@@ -24,7 +25,7 @@ from .artifact.source import Artifact, ArtifactCache, LocalArtifact, container_m
 from .config.container_env import container_env
 from .config.deployment import Deployment
 from .config.environment import LOG_RETENTION_DAYS, EnvironmentSettings
-from .config.kinds import ENDPOINT_KINDS, EndpointKind
+from .config.kinds import EndpointKind
 from .endpoints.common import INVOKE_ACTIONS
 from .endpoints.dashboard import OperationsDashboard, add_warning_rate_alarm
 from .endpoints.llama_endpoint import EndpointProps, Hosting, ImageSource, LlamaEndpoint
@@ -96,7 +97,7 @@ class DecisionEndpointPair(Construct):
         deny_key_use(self.data_key, self.image.project.role, "TheImageBuildNeverUsesThisKey")
         if settings.vpc is not None and settings.vpc.vpc_endpoints is not None:
             self.vpc_endpoints = VpcServiceEndpoints(self, "VpcEndpoints", vpc=settings.vpc)
-        capture = any(settings.endpoint(kind).data_capture for kind in ENDPOINT_KINDS)
+        capture = any(settings.endpoint(kind).data_capture for kind in settings.kinds)
         self.capture = DataBucket(self, "DataCapture", key=self.data_key, holding=CAPTURE) if capture else None
         self.alarm_topic = AlarmTopic(self, "Alarms", stack_name=deployment.stack_name, key=self.data_key,
                                       notifications=settings.notifications)
@@ -112,15 +113,14 @@ class DecisionEndpointPair(Construct):
 
         timeouts = derive_timeouts(artifact.model_bytes,
                                    artifact.tarball_bytes if isinstance(artifact, LocalArtifact) else None)
-        images = {
-            "chat": ImageSource(uri=self.registry.image_uri(settings.accelerator),
-                                repository_arn=self.registry.repository_arn),
-            "decision": ImageSource(uri=self.image.image_uri, repository_arn=self.image.repository.repository_arn),
-        }
-        self.endpoints: dict[EndpointKind, LlamaEndpoint] = {}
-        for kind in ENDPOINT_KINDS:
+        self.endpoints: dict[EndpointKind, LlamaEndpoint] = {}  # the decision model's, and the chat model's if any
+        for kind in settings.kinds:
+            image = (ImageSource(uri=self.image.image_uri, repository_arn=self.image.repository.repository_arn)
+                     if kind == "decision" else
+                     ImageSource(uri=self.registry.image_uri(settings.accelerator),
+                                 repository_arn=self.registry.repository_arn))
             self.endpoints[kind] = LlamaEndpoint(self, CONSTRUCT_IDS[kind], EndpointProps(
-                image=images[kind],
+                image=image,
                 artifact=self.artifact,
                 container_env=container_env(settings, kind, endpoint_name=deployment.endpoint_name(kind),
                                             model_path=container_model_path(artifact),
@@ -158,8 +158,14 @@ class DecisionEndpointPair(Construct):
         scope_waiter_logging(self)
         acknowledge_inline_policies(self)
 
-    def grant_invoke(self, grantee: iam.IGrantable, kinds: Iterable[EndpointKind] = ENDPOINT_KINDS) -> iam.Grant:
-        """Let `grantee` invoke the pair's models (both unless `kinds` says which): sagemaker:InvokeEndpoint on each
-        one's endpoint, and on its inference component where the endpoint is shared, each ARN once."""
-        arns = dict.fromkeys(arn for kind in kinds for arn in self.endpoints[kind].invoke_arns)
+    def grant_invoke(self, grantee: iam.IGrantable, kinds: Iterable[EndpointKind] | None = None) -> iam.Grant:
+        """Let `grantee` invoke the pair's models (every one it has unless `kinds` says which):
+        sagemaker:InvokeEndpoint on each one's endpoint, and on its inference component where the endpoint is
+        shared, each ARN once."""
+        chosen = list(self.endpoints) if kinds is None else list(kinds)
+        missing = [kind for kind in chosen if kind not in self.endpoints]
+        if missing:
+            raise ValueError(f"this pair has no {' or '.join(missing)} endpoint (a decision-only environment: "
+                             "chat: false)")
+        arns = dict.fromkeys(arn for kind in chosen for arn in self.endpoints[kind].invoke_arns)
         return iam.Grant.add_to_principal(grantee=grantee, actions=INVOKE_ACTIONS, resource_arns=list(arns))

@@ -29,8 +29,9 @@ class SemifStack(Stack):
         super().__init__(
             scope, deployment.stack_name,
             env=cdk.Environment(account=settings.account or account, region=settings.region),  # CDK's, not ours
-            description=f"{deployment.app_name} {deployment.environment_name}: llama.cpp chat and SemIf decision "
-                        "endpoints on SageMaker",
+            description=f"{deployment.app_name} {deployment.environment_name}: "
+                        + ("llama.cpp chat and SemIf decision endpoints" if settings.chat is not None
+                           else "a SemIf decision endpoint (no chat endpoint)") + " on SageMaker",
         )
         self.deployment = deployment
         self.pair = DecisionEndpointPair(self, PAIR_ID, DecisionEndpointPairProps(deployment, artifact, container_dir))

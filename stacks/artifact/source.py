@@ -8,8 +8,9 @@ with llama.cpp's quantizer first (`semif_adapter.deploy.quantize`), its agreemen
 (`semif_adapter.deploy.agreement`); the index keeps it under (path, type), with the figures, so neither is redone.
 The weight types of every packaged GGUF are remembered too: the stack warns when they have no fast kernel on
 the endpoint's accelerator (`semif_adapter.deploy.kernel_paths`), and, from the header, whether the model has a chat
-template (the chat endpoint's llama-server falls back to ChatML without one) and its KV cache per token (counted
-against the decision endpoint's memory, `stacks/config/decision_memory.py`).
+template (the chat endpoint's llama-server falls back to ChatML without one), its KV cache per token (counted
+against the decision endpoint's memory, `stacks/config/decision_memory.py`) and its decision type (who scores it:
+`stacks/config/decision_engine.py`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from ..config.model_source import EmbeddedModel, GgufModel, S3Model, TarballMode
 from ..config.problems import ConfigError
 
 INDEX_FILE = "index.json"
-INDEX_VERSION = 4  # 2: the trained context; 3: conversions, weight types, notes; 4: chat template, KV per token
+INDEX_VERSION = 5  # 2: the trained context; 3: conversions, weight types, notes; 4: chat template, KV per token;
+# 5: the decision type
 MODEL_DIR = PurePosixPath("/opt/ml/model")  # where SageMaker unpacks model.tar.gz
 
 
@@ -51,6 +53,8 @@ class LocalArtifact:
     notes: tuple[str, ...] = ()  # what the conversion printed: the quantizer's summary, the agreement figures
     has_chat_template: bool | None = None  # from the GGUF header
     kv_bytes_per_token: int | None = None  # from the GGUF header (gguf_header.GGUFInfo)
+    decision_type: str | None = None  # `<arch>.decision.type` (a type llama.cpp serves); None: a generic chat model
+    decision_type_key: str | None = None  # that key, named by the rules; None: the header was not read
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,8 @@ class RemoteArtifact:
     context_length: int | None = None  # as declared in the config
     has_chat_template: bool | None = None  # the header is not read: not known
     kv_bytes_per_token: int | None = None
+    decision_type: str | None = None  # not known: SEMIF_DECISION_ENGINE decides alone (decision_engine.py)
+    decision_type_key: str | None = None
 
 
 Artifact = LocalArtifact | RemoteArtifact
@@ -91,6 +97,8 @@ class _Entry:
     notes: tuple[str, ...] = ()
     has_chat_template: bool | None = None
     kv_bytes_per_token: int | None = None
+    decision_type: str | None = None
+    decision_type_key: str | None = None
 
 
 class ArtifactCache:
@@ -203,7 +211,8 @@ def _entry(report: ArtifactReport, stat: os.stat_result, kind: str, *, convert: 
                   tarball_sha256=report.tarball_sha256, tarball_bytes=report.tarball_bytes,
                   context_length=report.info.context_length, convert=convert, weight_types=weight_types,
                   notes=notes, has_chat_template=report.info.has_chat_template,
-                  kv_bytes_per_token=report.info.kv_bytes_per_token)
+                  kv_bytes_per_token=report.info.kv_bytes_per_token, decision_type=report.info.decision_type,
+                  decision_type_key=report.info.decision_type_key)
 
 
 def _local(tarball: Path, entry: _Entry) -> LocalArtifact:
@@ -215,7 +224,8 @@ def _local(tarball: Path, entry: _Entry) -> LocalArtifact:
                          model_bytes=entry.model_bytes, tarball_bytes=entry.tarball_bytes,
                          model_sha256=entry.model_sha256, context_length=entry.context_length,
                          weight_types=types, notes=entry.notes, has_chat_template=entry.has_chat_template,
-                         kv_bytes_per_token=entry.kv_bytes_per_token)
+                         kv_bytes_per_token=entry.kv_bytes_per_token, decision_type=entry.decision_type,
+                         decision_type_key=entry.decision_type_key)
 
 
 def prepare_artifact(source: EmbeddedModel | GgufModel | TarballModel | S3Model, *, key: str, base_dir: Path,

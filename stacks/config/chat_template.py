@@ -31,6 +31,8 @@ JINJA_NAME = "chatml"  # the one name common_chat_templates_init reads as a name
 
 def check_chat_template(settings: EnvironmentSettings) -> Problems:
     """A configured `SM_LLAMA_CPP_CHAT_TEMPLATE` the chat endpoint would render literally or refuse."""
+    if settings.chat is None:
+        return []  # no chat endpoint: nothing frames chats
     llama_env = settings.llama_env_for("chat")
     value = llama_env.get(CHAT_TEMPLATE_KEY)
     if not value or value.lower() == "false":

@@ -36,6 +36,7 @@ HOST_KEY = SEMIF_PREFIX + "HOST"
 DRAIN_KEY = SEMIF_PREFIX + "DRAIN_SECONDS"
 CACHE_KEY = SEMIF_PREFIX + "CACHE_BYTES"
 WORKERS_KEY = SEMIF_PREFIX + "WORKERS"
+DECISION_ENGINE_KEY = SEMIF_PREFIX + "DECISION_ENGINE"  # auto | native | ours: who scores (decision_engine.py)
 # Adapter settings the stack sets itself, with why a value in config would be wrong.
 STACK_OWNED_SEMIF = {
     MODEL_SHA256_KEY: "set by the stack from the model artifact; remove it",

@@ -3,7 +3,11 @@ adapter's reserve, counted at synth.
 
 Besides the model, the adapter holds one llama.cpp context per worker (`SEMIF_WORKERS`; each context's KV cache is
 n_ctx cells of the model's `kv_bytes_per_token`, from its GGUF header), the host prefix cache (`SEMIF_CACHE_BYTES`)
-and `MIN_RESERVE_BYTES` for Python, the HTTP server and request bodies. An unset cache is sized by the adapter from
+and `MIN_RESERVE_BYTES` for Python, the HTTP server and request bodies. A decision model served by llama.cpp's own
+decision engine (decision_engine.py) is counted as that engine runs it (`core/native_service.py`): one llama-server
+with `--parallel` slots (`SEMIF_WORKERS`, else 1) and one KV cache of `--ctx-size` = n_ctx per slot x slots, the
+model, and the adapter's reserve; no prefix cache of ours (llama-server's own prompt cache, `--cache-ram`, grows
+with traffic and is not counted). An unset cache is sized by the adapter from
 what the rest leaves, so it always fits; a cache set by hand is counted as given, so 64 GiB on an 8 GiB instance
 fails the synth naming the key, not the instance under traffic. The model and the KV cache sit where the layers
 do (`instances.placement`), the prefix cache and the reserve in host memory. Only what the header and config say
@@ -20,6 +24,7 @@ from semif_adapter.engine.prefix_cache import MIN_RESERVE_BYTES
 from semif_adapter.settings import DEFAULT_CPU_WORKERS, DEFAULT_MAX_CONTEXT
 
 from .container_keys import CACHE_KEY, CTX_SIZE_KEY, GPU_LAYERS_KEY, THREAD_KEYS, WORKERS_KEY
+from .decision_engine import DecisionEngine
 from .environment import EnvironmentSettings
 from .instances import GIB, MIB, instance_capacity, placement
 from .problems import Problems
@@ -48,15 +53,21 @@ class DecisionMemory:
     """What the adapter holds, in bytes."""
 
     model: int | None  # None: not known (an S3 model without model_bytes)
-    workers: int
-    n_ctx: int | None
+    workers: int  # the adapter's workers, or llama-server's slots (native)
+    n_ctx: int | None  # per worker, or per slot
     kv: int  # every worker's KV cache together; 0 when the model's KV size or its context is not known
-    cache: int | None  # SEMIF_CACHE_BYTES when set
+    cache: int | None  # SEMIF_CACHE_BYTES when set (and read: not by the native engine)
+    engine: DecisionEngine = "ours"
 
     def resident(self) -> list[tuple[str, int]]:
         """What sits where the layers are."""
-        kv = [(f"{self.workers} worker KV cache(s) of {self.n_ctx} tokens", self.kv)] if self.kv else []
-        return ([("the model", self.model)] if self.model is not None else []) + kv
+        model = [("the model", self.model)] if self.model is not None else []
+        if not self.kv or self.n_ctx is None:
+            return model
+        if self.engine == "native":
+            return [*model, (f"llama-server's KV cache of {self.workers * self.n_ctx} tokens ({self.workers} "
+                             f"slot(s) of {self.n_ctx})", self.kv)]
+        return [*model, (f"{self.workers} worker KV cache(s) of {self.n_ctx} tokens", self.kv)]
 
 
 RESERVE = ("the adapter's reserve", MIN_RESERVE_BYTES)
@@ -93,16 +104,21 @@ def decision_rooms(settings: EnvironmentSettings) -> list[Room]:
 
 
 def decision_memory(settings: EnvironmentSettings, room: Room, *, model_bytes: int | None,
-                    context_length: int | None, kv_bytes_per_token: int | None) -> DecisionMemory:
-    """The adapter's own defaults, from the container environment it will read (settings.py, llama_runtime.py)."""
+                    context_length: int | None, kv_bytes_per_token: int | None,
+                    engine: DecisionEngine = "ours") -> DecisionMemory:
+    """The adapter's own defaults, from the container environment it will read (settings.py, llama_runtime.py;
+    native_service.py for llama.cpp's decision engine: SEMIF_WORKERS slots, else 1, of the same context each)."""
     container_env = {**settings.llama_env_for("decision"), **settings.decision.adapter_env}
     on_gpu = placement(room.gpus, container_env.get(GPU_LAYERS_KEY)) != "host"
-    workers = _workers(container_env, room.vcpus, on_gpu)
+    if engine == "native":
+        workers = _int(container_env.get(WORKERS_KEY)) or 1
+    else:
+        workers = _workers(container_env, room.vcpus, on_gpu)
     ctx = (_int(container_env.get(CTX_SIZE_KEY))
            or (min(context_length, DEFAULT_MAX_CONTEXT) if context_length else None))
     kv = workers * ctx * kv_bytes_per_token if ctx and kv_bytes_per_token else 0
-    return DecisionMemory(model=model_bytes, workers=workers, n_ctx=ctx, kv=kv,
-                          cache=_int(container_env.get(CACHE_KEY)))
+    cache = _int(container_env.get(CACHE_KEY)) if engine == "ours" else None
+    return DecisionMemory(model=model_bytes, workers=workers, n_ctx=ctx, kv=kv, cache=cache, engine=engine)
 
 
 def _workers(container_env: Mapping[str, str], vcpus: int | None, on_gpu: bool) -> int:
@@ -118,12 +134,12 @@ def _workers(container_env: Mapping[str, str], vcpus: int | None, on_gpu: bool) 
 
 
 def check_decision_memory(settings: EnvironmentSettings, *, model_bytes: int | None, context_length: int | None,
-                          kv_bytes_per_token: int | None) -> Problems:
+                          kv_bytes_per_token: int | None, engine: DecisionEngine = "ours") -> Problems:
     """The model with its KV caches and reserve, then a hand-set cache on top, against each room."""
     problems: Problems = []
     for room in decision_rooms(settings):
         memory = decision_memory(settings, room, model_bytes=model_bytes, context_length=context_length,
-                                 kv_bytes_per_token=kv_bytes_per_token)
+                                 kv_bytes_per_token=kv_bytes_per_token, engine=engine)
         problems += _room_problems(settings, room, memory)
     return problems
 

@@ -7,6 +7,8 @@ hosting mode, its llama.cpp map), so none of them re-derives a default.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, field_validator
 
 from .container_keys import GPU_LAYERS_ALL, GPU_LAYERS_KEY
@@ -31,7 +33,8 @@ LOG_RETENTION_DAYS = {
 
 
 class EnvironmentSettings(Strict):
-    """One deployment environment: where it runs, which model, both endpoints, and what surrounds them."""
+    """One deployment environment: where it runs, which model, its endpoints (chat and decision, or the decision
+    endpoint alone), and what surrounds them."""
 
     account: str | None = Field(None, pattern=r"^\d{12}$")
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
@@ -40,7 +43,8 @@ class EnvironmentSettings(Strict):
     model: ModelSource
     dlc_image: DlcImage = DlcImage()
     llama_env: EnvMap = Field(default_factory=dict, description="SM_LLAMA_CPP_* for both endpoints")
-    chat: Endpoint
+    chat: Endpoint | None = Field(description="the chat endpoint's settings, or false: a decision-only environment, "
+                                              "with no chat endpoint")
     decision: Endpoint
     image_build: ImageBuild = ImageBuild()
     vpc: Vpc | None = None
@@ -51,6 +55,16 @@ class EnvironmentSettings(Strict):
     notifications: Notifications = Notifications()
     systemone_api: SystemOneApi | None = None
 
+    @field_validator("chat", mode="before")
+    @classmethod
+    def _chat_false_leaves_it_out(cls, value: Any) -> Any:
+        """`"chat": false` in cdk.json (None in code): no chat endpoint. `true` says nothing about one."""
+        if value is False:
+            return None
+        if value is True:
+            raise ValueError("give the chat endpoint's settings, or false to leave the chat endpoint out")
+        return value
+
     @field_validator("log_retention_days")
     @classmethod
     def _retention(cls, value: int) -> int:
@@ -58,8 +72,17 @@ class EnvironmentSettings(Strict):
             raise ValueError(f"{value} is not a CloudWatch Logs retention; use one of {sorted(LOG_RETENTION_DAYS)}")
         return value
 
+    @property
+    def kinds(self) -> tuple[EndpointKind, ...]:
+        """The models this environment serves: both, or the decision model alone (`chat: false`)."""
+        return ENDPOINT_KINDS if self.chat is not None else ("decision",)
+
     def endpoint(self, kind: EndpointKind) -> Endpoint:
-        return self.chat if kind == "chat" else self.decision
+        if kind == "decision":
+            return self.decision
+        if self.chat is None:
+            raise ValueError("this environment has no chat endpoint (chat: false): ask settings.kinds first")
+        return self.chat
 
     def hosting_of(self, kind: EndpointKind) -> HostingMode:
         return self.endpoint(kind).hosting or self.hosting
@@ -70,8 +93,8 @@ class EnvironmentSettings(Strict):
 
     @property
     def shared(self) -> bool:
-        """Both models on one endpoint (hosting_rules.py refuses a shared endpoint with one model)."""
-        return any(self.hosting_of(kind) == "shared" for kind in ENDPOINT_KINDS)
+        """The models on one endpoint (hosting_rules.py refuses one model shared and the other not)."""
+        return any(self.hosting_of(kind) == "shared" for kind in self.kinds)
 
     def decision_instance_types(self) -> list[str]:
         """The instance types the decision image runs on in real time (its CUDA build targets them): the endpoint's

@@ -1,10 +1,11 @@
 """Hosting modes across keys: what each mode needs, what SageMaker refuses in it, and whether it fits.
 
 - `dedicated`: one endpoint per model, on its own instances (the default).
-- `shared`: both models on ONE endpoint as two inference components; the endpoint (`shared_endpoint`) has the
-  instances, each model's `component` what one copy reserves of them (cores, memory, GPUs) and how many copies.
+- `shared`: both models on ONE endpoint as two inference components (one, the decision model's, in a
+  decision-only environment: `chat: false`); the endpoint (`shared_endpoint`) has the instances, each model's
+  `component` what one copy reserves of them (cores, memory, GPUs) and how many copies.
 - `serverless`: the decision model on a serverless endpoint (CPU only, memory and concurrency instead of
-  instances).
+  instances); the environment's `hosting` may say it only where there is no chat endpoint.
 
 Each refusal names the key and gives SageMaker's reason (or ours, where it is a choice of this app), so that a
 mode SageMaker cannot run fails `cdk synth`, not a deployment ten minutes in. Called by rules.py; whether the
@@ -20,7 +21,7 @@ from .container_keys import MAX_BODY_KEY
 from .endpoint import Component
 from .environment import EnvironmentSettings
 from .instances import MIB, InstanceCapacity, instance_capacity, instance_problem
-from .kinds import ENDPOINT_KINDS, EndpointKind
+from .kinds import EndpointKind
 from .problems import Problems
 
 SERVERLESS_MAX_BODY_BYTES = 4 * MIB  # SageMaker Serverless Inference: 4 MB request and response payloads
@@ -51,15 +52,15 @@ SHARED_REFUSED = {
 def check_hosting(settings: EnvironmentSettings) -> Problems:
     """The rules of the chosen modes that need no facts about the model."""
     problems: Problems = []
-    if settings.hosting == "serverless":
+    if settings.hosting == "serverless" and settings.chat is not None:
         problems.append(("hosting", "serverless hosts the decision endpoint only; set decision.hosting: serverless "
                                     "(and the chat endpoint stays dedicated or shared)"))
         return problems
-    if settings.chat.alarms.warning_rate is not None:
+    if settings.chat is not None and settings.chat.alarms.warning_rate is not None:
         problems.append(("chat.alarms.warning_rate", "the chat endpoint (the stock DLC) writes no decision metrics; "
                                                      "the warning-rate alarm watches the decision endpoint only"))
-    modes = {kind: settings.hosting_of(kind) for kind in ENDPOINT_KINDS}
-    if modes["chat"] == "serverless":
+    modes = {kind: settings.hosting_of(kind) for kind in settings.kinds}
+    if modes.get("chat") == "serverless":
         problems.append(("chat.hosting", "serverless is offered for the decision endpoint only: the chat endpoint "
                                          "streams long answers (InvokeEndpointWithResponseStream) from llama-server"))
     if "shared" in modes.values() and set(modes.values()) != {"shared"}:
@@ -115,7 +116,7 @@ def _check_shared(settings: EnvironmentSettings) -> Problems:
     problem = instance_problem(settings.shared_endpoint.instance_type, settings.accelerator)
     if problem:
         return [("shared_endpoint.instance_type", problem)]
-    for kind in ENDPOINT_KINDS:
+    for kind in settings.kinds:
         endpoint = settings.endpoint(kind)
         component = endpoint.component
         if component is None:
@@ -170,7 +171,7 @@ def _check_placement(settings: EnvironmentSettings) -> Problems:
     shared = settings.shared_endpoint
     assert shared is not None
     capacity = instance_capacity(shared.instance_type)
-    components = {kind: settings.endpoint(kind).component for kind in ENDPOINT_KINDS}
+    components = {kind: settings.endpoint(kind).component for kind in settings.kinds}
     if capacity is None or None in components.values():
         return []  # a type the table does not list (or a missing component, refused above): nothing to check
     problems: Problems = []

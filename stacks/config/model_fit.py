@@ -1,6 +1,6 @@
 """Whether the model fits what it runs on: the rules that need the model's facts, run once the artifact is known.
 
-The facts (size, trained context, KV cache per token) are measured for a local model and declared
+The facts (size, trained context, KV cache per token, decision type) are measured for a local model and declared
 (`model.model_bytes`, `model.context_length`) for an existing S3 object; an unknown fact skips its rule.
 """
 
@@ -9,21 +9,26 @@ from __future__ import annotations
 from semif_adapter.engine.prefix_cache import MIN_RESERVE_BYTES
 
 from .container_keys import CONTEXT_EXTENSION_KEYS, CTX_SIZE_KEY, GPU_LAYERS_KEY
+from .decision_engine import check_decision_engine, decision_engine
 from .decision_memory import check_decision_memory
 from .environment import EnvironmentSettings
 from .instances import GIB, MIB, InstanceCapacity, instance_capacity
-from .kinds import ENDPOINT_KINDS
 from .problems import Problems
 
 
 def check_model_fit(settings: EnvironmentSettings, *, model_bytes: int | None, context_length: int | None,
-                    kv_bytes_per_token: int | None = None) -> Problems:
+                    kv_bytes_per_token: int | None = None, decision_type: str | None = None,
+                    decision_type_key: str | None = None) -> Problems:
     """The model against each instance type, component and serverless endpoint, and the context against the
     model's trained one. The decision endpoint's memory (the model with every worker's KV cache, a hand-set prefix
-    cache and the adapter's reserve: decision_memory.py) is checked where the model alone fits.
+    cache and the adapter's reserve; for a decision model on llama.cpp's own decision engine, llama-server's KV
+    cache of every slot: decision_memory.py) is checked where the model alone fits. `decision_type` is the
+    header's `<arch>.decision.type` (None: none or not known), `decision_type_key` that key (None: the header was
+    not read): they choose the engine (decision_engine.py).
     """
-    problems: Problems = []
-    for kind in ENDPOINT_KINDS:
+    problems: Problems = check_decision_engine(settings, decision_type=decision_type,
+                                               decision_type_key=decision_type_key)
+    for kind in settings.kinds:
         endpoint = settings.endpoint(kind)
         llama_env = settings.llama_env_for(kind)
         sized = [(f"{kind}.instance_type", endpoint.instance_type)]
@@ -49,7 +54,8 @@ def check_model_fit(settings: EnvironmentSettings, *, model_bytes: int | None, c
         problems += check_hosting_fit(settings, model_bytes)
     named = {key for key, _ in problems}
     memory = check_decision_memory(settings, model_bytes=model_bytes, context_length=context_length,
-                                   kv_bytes_per_token=kv_bytes_per_token)
+                                   kv_bytes_per_token=kv_bytes_per_token,
+                                   engine=decision_engine(settings, decision_type))
     problems += [(key, message) for key, message in memory if key not in named]
     return sorted(set(problems))
 
@@ -58,7 +64,7 @@ def check_hosting_fit(settings: EnvironmentSettings, model_bytes: int) -> Proble
     """A component or a serverless endpoint too small for the model (the instance check is check_model_fit's)."""
     problems: Problems = []
     shared = settings.shared_endpoint
-    for kind in ENDPOINT_KINDS:
+    for kind in settings.kinds:
         endpoint = settings.endpoint(kind)
         component = endpoint.component
         if settings.hosting_of(kind) == "shared" and component is not None and shared is not None:

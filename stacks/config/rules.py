@@ -18,7 +18,7 @@ from .cuda_architectures import CUDA_ARCHITECTURES
 from .environment import EnvironmentSettings
 from .hosting_rules import check_hosting
 from .instances import describe_instance, inference_ami_versions, instance_problem
-from .kinds import ENDPOINT_KINDS, EndpointKind
+from .kinds import EndpointKind
 from .model_source import S3Model
 from .problems import Problems
 from .systemone_api_rules import check_systemone_api
@@ -40,7 +40,7 @@ def check_environment(settings: EnvironmentSettings) -> Problems:
     problems += _check_accelerator(settings)
     problems += _check_model_source(settings)
     problems += _check_image_build(settings)
-    for kind in ENDPOINT_KINDS:
+    for kind in settings.kinds:
         problems += _check_endpoint(settings, kind)
     problems += check_llama_env("llama_env", settings.llama_env)
     if not any(key.endswith(CHAT_TEMPLATE_KEY) for key, _ in problems):  # a value llama-server accepts as a flag

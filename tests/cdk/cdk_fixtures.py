@@ -12,7 +12,8 @@ from cdk_support import API_SERVERLESS, API_SHARED, OPTIONAL_FEATURES, SCALED_SH
 SYNTHS: dict[str, tuple[str, dict[str, Any] | None]] = {
     "dev": ("dev", None), "prod": ("prod", None), "variant": ("dev", OPTIONAL_FEATURES), "shared": ("shared", None),
     "serverless": ("serverless", None), "scaled-sharing": ("shared", SCALED_SHARING), "api": ("api", None),
-    "api-shared": ("shared", API_SHARED), "api-serverless": ("serverless", API_SERVERLESS)}
+    "api-shared": ("shared", API_SHARED), "api-serverless": ("serverless", API_SERVERLESS),
+    "decisions": ("decisions", None)}
 
 
 def synthesized(name: str, tmp_path_factory: pytest.TempPathFactory) -> Synth:
@@ -58,6 +59,12 @@ def scaled_sharing(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def api(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The shipped `api` environment: dev's endpoints with the System One API in front (quota, WAF, per-key limits)."""
     return synthesized("api", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def decisions(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The shipped `decisions` environment: the decision endpoint alone (`"chat": false`), dedicated."""
+    return synthesized("decisions", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

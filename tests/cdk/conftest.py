@@ -6,11 +6,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cdk_fixtures import api, api_serverless, api_shared, dev, prod, scaled_sharing, serverless, shared, variant
+from cdk_fixtures import (
+    api,
+    api_serverless,
+    api_shared,
+    decisions,
+    dev,
+    prod,
+    scaled_sharing,
+    serverless,
+    shared,
+    variant,
+)
 from support.gguf_files import write_gguf
 
-__all__ = ["api", "api_serverless", "api_shared", "dev", "make_gguf", "prod", "scaled_sharing", "serverless", "shared",
-           "variant"]
+__all__ = ["api", "api_serverless", "api_shared", "decisions", "dev", "make_gguf", "prod", "scaled_sharing",
+           "serverless", "shared", "variant"]
 
 
 @pytest.fixture

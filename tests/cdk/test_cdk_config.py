@@ -137,7 +137,7 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_environment_selection_is_explicit() -> None:
     semif = CDK_CONTEXT["semif"]
-    shipped = r"\['api', 'dev', 'prod', 'serverless', 'shared'\]"
+    shipped = r"\['api', 'decisions', 'dev', 'prod', 'serverless', 'shared'\]"
     with pytest.raises(ConfigError, match=r"choose an environment with -c env=NAME, one of " + shipped):
         load_deployment(semif, None)
     with pytest.raises(ConfigError, match="unknown environment 'staging'"):
