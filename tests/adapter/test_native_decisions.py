@@ -9,12 +9,10 @@ depend on what its prompt cache holds (measured: 0.676 and then 0.649 for the sa
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -29,10 +27,10 @@ from support.systemone import many_options
 from test_systemone_conformance import KEY, jevcompat
 
 from scripts.dev.decision_models import decision_model, write_decision_model
+from scripts.harness.bench.native import DirectServer, native_arguments
 from semif_adapter.core.native_service import WARMUP_REQUEST
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.engine.embedded_model import embedded_model_path
-from semif_adapter.engine.native_server import free_port
 
 pytestmark = pytest.mark.slow
 STATE = "I was charged twice for my order last week and nobody has replied."
@@ -48,40 +46,7 @@ TOLERANCE = 1e-12  # what a door derives (confidence, a score's expectation) in 
 
 
 def native_log(adapter: AdapterProcess) -> dict[str, Any]:
-    for line in adapter.logs().splitlines():
-        if '"native decision server ready"' in line:
-            found: dict[str, Any] = json.loads(line)
-            return found
-    raise AssertionError(f"no native server in the log:\n{adapter.logs()}")
-
-
-class DirectServer:
-    """llama-server started with the adapter's own arguments on another port, warmed up as the adapter warms up."""
-
-    def __init__(self, arguments: list[str]) -> None:
-        self.port = free_port()
-        arguments = list(arguments)
-        arguments[arguments.index("--port") + 1] = str(self.port)
-        self.process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=120)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                if self.client.get("/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert self.process.poll() is None, "the direct llama-server exited"
-            time.sleep(0.1)
-        assert self.ask(WARMUP_REQUEST).status_code == 200
-
-    def ask(self, body: dict[str, Any]) -> httpx.Response:
-        return self.client.post("/v1/systemone", json=body)
-
-    def stop(self) -> None:
-        self.client.close()
-        self.process.terminate()
-        self.process.wait(30)
+    return native_arguments(adapter.logs())
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +67,7 @@ def pair(head: Path) -> Iterator[tuple[AdapterProcess, DirectServer, httpx.Clien
     direct = None
     try:
         adapter.wait_ready()
-        direct = DirectServer(native_log(adapter)["arguments"])
+        direct = DirectServer(native_log(adapter)["arguments"], WARMUP_REQUEST)
         with httpx.Client(base_url=adapter.url, timeout=120) as client:
             yield adapter, direct, client
     finally:

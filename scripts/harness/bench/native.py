@@ -1,0 +1,211 @@
+"""What our doors cost on a decision model: the adapter's native path against llama-server b11434 called directly.
+
+    python -m scripts.harness.bench.native [--type openjev] [--rounds 30] [--requests 12] [--out DIR]
+
+Same file (a decision-typed copy of the embedded model, scripts/dev/decision_models.py), same requests, and the same
+llama-server command line: the direct server is started with the arguments the adapter logged for its own, so the
+only difference is the adapter in front (HTTP, validation, admission, translation). The systems take turns:
+
+- latency: each round asks k questions (1 and 4, the System One bank's first) about one new state of each system,
+  in an order that alternates by round; p50 per system and the median of the per-round ratios (ours / direct),
+  target at most 1.03;
+- throughput: 4 clients, each sending `--requests` requests of 3 questions about its own new states, once per
+  system and again in the other order; decisions/s = questions answered / wall time, target ours / direct >= 0.97;
+- cold start: the adapter's process start to `/ping` 200, and of it the native server's own start (`start_ms`),
+  against the direct server's process start to `/health` 200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ...common.stats import summarize
+from ...dev.decision_models import decision_model
+from ...local.endpoints import start_decision_container
+from ...local.processes import wait_for_ping
+from .systemone_workload import THROUGHPUT_QUESTIONS, questions_body
+
+COUNTS = (1, 4)
+CLIENTS = 4
+P50_TARGET = 1.03
+THROUGHPUT_TARGET = 0.97
+SIZE = "short"
+SYSTEMS = ("ours", "direct")
+START_TIMEOUT_S = 180.0
+
+
+def native_arguments(log_text: str) -> dict[str, Any]:
+    """The adapter's "native decision server ready" line: its pid, port, start time and command line."""
+    for line in log_text.splitlines():
+        if '"native decision server ready"' in line:
+            found: dict[str, Any] = json.loads(line)
+            return found
+    raise RuntimeError(f"the adapter started no native decision server:\n{log_text[-2000:]}")
+
+
+class DirectServer:
+    """llama-server started with another server's arguments on a port of its own, warmed up with `warmup`."""
+
+    def __init__(self, arguments: list[str], warmup: dict[str, Any]) -> None:
+        from semif_adapter.engine.native_server import free_port  # the adapter's, where it is installed
+
+        self.port = free_port()
+        arguments = list(arguments)
+        arguments[arguments.index("--port") + 1] = str(self.port)
+        started = time.perf_counter()
+        self.process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=300)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                if self.client.get("/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the direct llama-server did not start")
+            time.sleep(0.02)
+        self.start_s = time.perf_counter() - started
+        if self.ask(warmup).status_code != 200:
+            raise RuntimeError("the direct llama-server refused the warm-up")
+
+    def ask(self, body: dict[str, Any]) -> httpx.Response:
+        return self.client.post("/v1/systemone", json=body)
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(30)
+
+
+def _timed(post: Callable[[dict[str, Any]], httpx.Response], body: dict[str, Any]) -> float:
+    started = time.perf_counter()
+    response = post(body)
+    elapsed = (time.perf_counter() - started) * 1000
+    if response.status_code != 200:
+        raise RuntimeError(f"{response.status_code} {response.text[:300]}")
+    return elapsed
+
+
+def latency(posts: dict[str, Callable[[dict[str, Any]], httpx.Response]], count: int, rounds: int,
+            first_state: int) -> dict[str, Any]:
+    times: dict[str, list[float]] = {system: [] for system in SYSTEMS}
+    ratios = []
+    for index in range(rounds):
+        order = SYSTEMS if index % 2 == 0 else SYSTEMS[::-1]
+        body = questions_body(SIZE, first_state + index, count)
+        taken = {system: _timed(posts[system], body) for system in order}
+        for system, value in taken.items():
+            times[system].append(value)
+        ratios.append(taken["ours"] / taken["direct"])
+    p50 = {system: summarize(values)["p50"] for system, values in times.items()}
+    paired = round(statistics.median(ratios), 3)
+    return {"questions": count, "rounds": rounds, "p50_ms": p50, "paired_ratio": paired, "target": P50_TARGET,
+            "met": paired <= P50_TARGET,
+            "samples_ms": {system: [round(v, 3) for v in values] for system, values in times.items()}}
+
+
+def throughput(post: Callable[[dict[str, Any]], httpx.Response], requests: int, first_state: int) -> float:
+    """Decisions per second of CLIENTS clients, each asking `requests` requests about states of its own."""
+    def client(index: int) -> None:
+        for number in range(requests):
+            _timed(post, questions_body(SIZE, first_state + index * requests + number, THROUGHPUT_QUESTIONS))
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
+        list(pool.map(client, range(CLIENTS)))
+    return CLIENTS * requests * THROUGHPUT_QUESTIONS / (time.perf_counter() - started)
+
+
+def report(result: dict[str, Any], command: str) -> str:
+    lines = [f"Model: `{result['model']}` (decision type `{result['decision_type']}`, metadata only); llama-server "
+             f"`{' '.join(result['arguments'][1:])}`", "",
+             "| questions | ours p50 ms | direct p50 ms | ours / direct, paired per round (target <= 1.03) |",
+             "|---|---|---|---|"]
+    for row in result["latency"]:
+        lines.append(f"| {row['questions']} | {row['p50_ms']['ours']} | {row['p50_ms']['direct']} | "
+                     f"{row['paired_ratio']:.3f}x {'met' if row['met'] else 'MISSED'} |")
+    rate = result["throughput"]
+    lines += ["", f"| {CLIENTS} clients, {THROUGHPUT_QUESTIONS} questions per request | ours | direct | ours / direct "
+              f"(target >= {THROUGHPUT_TARGET}) |", "|---|---|---|---|",
+              f"| decisions/s | {rate['ours']:.2f} | {rate['direct']:.2f} | {rate['ratio']:.3f}x "
+              f"{'met' if rate['met'] else 'MISSED'} |", "",
+              f"Cold start: the adapter, process start to `/ping` 200, {result['cold_start']['adapter_ping_s']:.2f} s "
+              f"(its native server's own start {result['cold_start']['native_start_s']:.2f} s); llama-server "
+              f"alone, process start to `/health` 200, {result['cold_start']['direct_health_s']:.2f} s.", "",
+              f"Command: `{command}`; {result['machine']}, {result['measured']}."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--type", default="openjev", choices=["openjev", "lev"])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--requests", type=int, default=12, help="requests per client in the throughput turn")
+    parser.add_argument("--out", type=Path, help="write native.json and native.md here")
+    args = parser.parse_args(argv)
+    from semif_adapter.core.native_service import WARMUP_REQUEST
+
+    model = decision_model(args.type)
+    env = {"SM_LLAMA_CPP_MODEL": str(model), "SEMIF_RESULT_CACHE_ENTRIES": "0",
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    with tempfile.TemporaryDirectory(prefix="bench-native-") as logs:
+        started = time.perf_counter()
+        container = start_decision_container("decision", env, Path(logs))
+        direct = None
+        try:
+            wait_for_ping(container.child, container.url + "/ping", START_TIMEOUT_S)
+            adapter_ping_s = time.perf_counter() - started
+            log_path = container.child.log_path
+            ready = native_arguments(log_path.read_text() if log_path else "")
+            direct = DirectServer(ready["arguments"], WARMUP_REQUEST)
+            with httpx.Client(base_url=container.url, timeout=300) as client:
+                posts = {"ours": lambda body: client.post("/v1/systemone", json=body), "direct": direct.ask}
+                rows = [latency(posts, count, args.rounds, 1 + 10_000 * position)
+                        for position, count in enumerate(COUNTS)]
+                rates: dict[str, list[float]] = {system: [] for system in SYSTEMS}
+                for turn, order in enumerate((SYSTEMS, SYSTEMS[::-1])):
+                    for position, system in enumerate(order):
+                        rates[system].append(throughput(posts[system], args.requests,
+                                                        100_000 + 1_000 * (2 * turn + position)))
+        finally:
+            if direct is not None:
+                direct.stop()
+            container.child.stop(timeout_s=30)
+    ours, theirs = statistics.fmean(rates["ours"]), statistics.fmean(rates["direct"])
+    ratio = round(ours / theirs, 3)
+    result = {"model": model.name, "decision_type": args.type, "arguments": ready["arguments"], "latency": rows,
+              "throughput": {"ours": ours, "direct": theirs, "turns": rates, "ratio": ratio,
+                             "target": THROUGHPUT_TARGET, "met": ratio >= THROUGHPUT_TARGET},
+              "cold_start": {"adapter_ping_s": adapter_ping_s, "native_start_s": ready["start_ms"] / 1000,
+                             "direct_health_s": direct.start_s if direct else None},
+              "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
+              "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    command = ("python -m scripts.harness.bench.native " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    text = report(result, command)
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "native.json").write_text(json.dumps(result, indent=1) + "\n")
+        (args.out / "native.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
