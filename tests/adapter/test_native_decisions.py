@@ -9,6 +9,7 @@ depend on what its prompt cache holds (measured: 0.676 and then 0.649 for the sa
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -347,3 +348,43 @@ def test_jevcompat_passes_on_the_native_path_but_for_the_heads_own_option_limit(
     assert [f["case"] for f in findings] == ["choice-options:64"]
     assert "got 422" in findings[0]["message"] and "more than the 52 a 'openjev' decision model" in \
         findings[0]["message"]
+
+
+def test_json_lines_are_answered_line_by_line_as_llama_server_answers_each(pair):
+    """JSON Lines (what `semif batch` and Batch Transform send): one native request per line, in order."""
+    _, direct, client = pair
+    lines = [{"state": f"{STATE} ({n})", "questions": QUESTIONS} for n in range(2)]
+    body = "\n".join(json.dumps({"model": "jev-latest", **line}) for line in lines) + "\n"
+    answered = client.post("/invocations", content=body, headers={"content-type": "application/jsonlines"})
+    assert answered.status_code == 200, answered.text
+    ours = [json.loads(line) for line in answered.text.splitlines()]
+    for mine, line in zip(ours, lines, strict=True):
+        reference = direct.ask(line).json()
+        for name in QUESTIONS:
+            same_answer(mine["answers"][name], reference["answers"][name])
+
+
+def test_the_queue_bound_holds_on_the_native_path(openjev):
+    """SEMIF_QUEUE_SIZE counts questions as on our own engine: past it, 529 on /v1/systemone, 503 on /invocations."""
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SEMIF_QUEUE_SIZE": "2"})
+    slow = {"state": STATE, "questions": {"queue": {"type": "choice", "instructions": "Which queue?",
+                                                    "criteria": many_options(52)}}}  # seconds of work
+    try:
+        adapter.wait_ready()
+        with httpx.Client(base_url=adapter.url, timeout=120) as client, ThreadPoolExecutor(max_workers=1) as pool:
+            admitted = pool.submit(client.post, "/v1/systemone", json={**slow, "questions": {
+                **slow["questions"], "again": slow["questions"]["queue"]}})
+            busy = {"/v1/systemone": 529, "/invocations": 503}  # each door's "busy, retry"
+            refused: dict[str, httpx.Response] = {}
+            while not admitted.done() and len(refused) < len(busy):
+                for route, status in busy.items():
+                    answered = client.post(route, json={"state": STATE, "questions": QUESTIONS})
+                    if answered.status_code == status:
+                        refused[route] = answered
+                time.sleep(0.05)
+            assert set(refused) == set(busy), "the second request was admitted past the queue bound"
+            assert refused["/v1/systemone"].json()["detail"]["error_type"] == "overloaded_error"
+            assert all(answer.headers["retry-after"] for answer in refused.values())
+            assert admitted.result().status_code == 200
+    finally:
+        adapter.stop()
