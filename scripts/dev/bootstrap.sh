@@ -82,7 +82,7 @@ copy_packages_into_venv() {
 }
 step venv-dev "the pinned Python packages"
 if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$venv_key" ]; then
-  llama_built || STEP_NOTE="with the llama.cpp build: about 10 min on 2 cores"
+  llama_built || STEP_NOTE="with the llama.cpp build: about 5 min on 2 cores"
   cached_venv "$packages" "$packages_key" install_dev_packages
   step venv "the checkout's venv, $VENV"
   STEP_NOTE="a copy of the pinned packages, and this checkout's own"
@@ -102,7 +102,7 @@ if llama_built; then
   run_logged --quiet "$VENV/bin/python" scripts/dev/build_llama_cpp.py
   up_to_date
 else
-  STEP_NOTE="the build: about 10 min on 2 cores"
+  STEP_NOTE="the build: about 5 min on 2 cores"
   run_logged "$VENV/bin/python" scripts/dev/build_llama_cpp.py
 fi
 

@@ -29,11 +29,13 @@ def test_the_workflow_bootstraps_tests_synthesizes_every_environment_and_caches(
     assert "package-lock.json" in cached["~/.npm"]
     assert "requirements*.txt" in cached["~/.cache/pip"]
     llama_cpp = cached["~/.cache/semif-sagemaker/llama.cpp"]
-    assert "container/requirements.txt" in llama_cpp and "scripts/dev/build_llama_cpp.py" in llama_cpp
+    for source in ("container/llama-cpp-source.lock", "container/requirements.txt", "scripts/dev/build_llama_cpp.py"):
+        assert source in llama_cpp, source
     assert cached["~/.cache/semif-sagemaker/sdist"] == llama_cpp
     # A saved entry is never rewritten: the venvs' key names all they are built from, the Python included.
     venvs = cached["~/.cache/semif-sagemaker/venvs"]
-    for source in ("requirements*.txt", "container/requirements.txt", "scripts/dev/bootstrap.sh",
+    for source in ("requirements*.txt", "container/requirements.txt", "container/llama-cpp-source.lock",
+                   "scripts/dev/bootstrap.sh",
                    "scripts/dev/build_llama_cpp.py", "steps.python.outputs.python-version"):
         assert source in venvs, source
     python = next(step for step in steps if step.get("uses", "").startswith("actions/setup-python@"))
