@@ -4,15 +4,12 @@ engine; and decision-only environments (`"chat": false`), synthesized with no ch
 
 from __future__ import annotations
 
-import io
-import tarfile
 from pathlib import Path
 from typing import Any
 
-import gguf
-import numpy as np
 import pytest
 from cdk_support import Synth, load, problems, synth
+from support.gguf_files import declaring, tarball_of
 
 from scripts.dev.decision_models import decision_model
 from semif_adapter.engine.decision_types import DECISION_TYPES, PINNED_LLAMA_CPP
@@ -32,30 +29,6 @@ TYPE_KEY = "llama.decision.type"  # the embedded model's architecture is llama
 SUPPORTED = ", ".join(DECISION_TYPES)
 
 
-def declaring(path: Path, decision_type: str, *, systemone: bool = True) -> Path:
-    """A small GGUF that declares `llama.decision.type` (with or without its systemone template)."""
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_context_length(2048)
-    writer.add_file_type(3)
-    writer.add_string(TYPE_KEY, decision_type)
-    if systemone:
-        writer.add_string("tokenizer.chat_template.systemone", "{{ state }}")
-    writer.add_tensor("token_embd.weight", np.arange(32, dtype=np.float32).reshape(4, 8))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
-def tarball_of(model: Path) -> Path:
-    output = model.with_suffix(".tar.gz")
-    with tarfile.open(output, "w:gz") as tar:
-        data = model.read_bytes()
-        member = tarfile.TarInfo(model.name)
-        member.size = len(data)
-        tar.addfile(member, io.BytesIO(data))
-    return output
 
 
 def synth_problems(env_name: str, tmp_path: Path, changes: dict[str, Any]) -> dict[str, str]:

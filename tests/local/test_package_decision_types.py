@@ -3,16 +3,12 @@ decision types and templates they refuse (issue 42, "Detection, early")."""
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
-import gguf
-import numpy as np
 import pytest
-from support.gguf_files import write_gguf
+from support.gguf_files import declaring, tarball_of, write_gguf
 
 from scripts.dev.decision_models import decision_model
 from semif_adapter.engine.decision_types import DECISION_TYPES, PINNED_LLAMA_CPP
@@ -26,31 +22,6 @@ def run_cli(command: str, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, check=False, timeout=120)
 
 
-def declaring(path: Path, decision_type: str, *, systemone: bool = True) -> Path:
-    """A small GGUF that declares `llama.decision.type` (with or without its systemone template)."""
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_context_length(2048)
-    writer.add_file_type(3)
-    writer.add_string("llama.decision.type", decision_type)
-    if systemone:
-        writer.add_string("tokenizer.chat_template.systemone", "{{ state }}")
-    writer.add_tensor("token_embd.weight", np.arange(32, dtype=np.float32).reshape(4, 8))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
-def tarball_of(model: Path) -> Path:
-    """A model.tar.gz made without the packaging rules (as another tool could), for `semif check`."""
-    output = model.with_suffix(".tar.gz")
-    with tarfile.open(output, "w:gz") as tar:
-        data = model.read_bytes()
-        member = tarfile.TarInfo(model.name)
-        member.size = len(data)
-        tar.addfile(member, io.BytesIO(data))
-    return output
 
 
 def test_a_decision_model_is_named_with_its_type_and_llama_cpps_engine_by_package_and_check(tmp_path: Path) -> None:

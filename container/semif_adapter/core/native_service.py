@@ -151,12 +151,6 @@ class NativeDecisionService:
             raise QueueFullError(f"{self.settings.queue_size} decisions are already admitted; retry")
         self._admitted += count
 
-    async def decide(self, question: Question) -> Decided:
-        answer = (await self.decide_all([question]))[0]
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
-
     async def decide_all(self, questions: Sequence[Question]) -> list[Decided | BaseException]:
         """One native request per state (a request's questions share one), answers in input order."""
         admitted_at = time.perf_counter()
