@@ -4,9 +4,10 @@ A decision model is a GGUF whose header declares `<arch>.decision.type` and carr
 `tokenizer.chat_template.systemone`. These copies were never trained for it (their answers mean little): they are
 plumbing test models, which let the native path (llama.cpp's own decision engine) be served, tested and measured
 here. The templates follow llama.cpp b11434's converters (`conversion/qwen.py` OpenJevModel, `conversion/lev.py`
-LevModel), in SmolLM2's chat format; the temperatures are OpenJev's. Written once per user into the cache.
+LevModel and NimbleModel, shortened), in SmolLM2's chat format; the temperatures are OpenJev's. Written once per
+user into the cache.
 
-    python -m scripts.dev.decision_models [--type openjev|lev] [--output PATH]   # prints the path
+    python -m scripts.dev.decision_models [--type openjev|lev|nimble] [--output PATH]   # prints the path
 """
 
 from __future__ import annotations
@@ -60,8 +61,19 @@ LEV_TEMPLATE = (
     "{{ '\\n<|im_end|>\\n<|im_start|>assistant\\n' }}"
 )
 
-TEMPLATES = {"openjev": OPENJEV_TEMPLATE, "lev": LEV_TEMPLATE}
-TEMPERATURES = {"openjev": {"choice": 0.85, "score": 0.85, "noul": 0.85 * 1.829074}, "lev": {}}
+# Nimble's prompt is a schema of every question of the request (`questions`), then the one asked (`id`).
+NIMBLE_TEMPLATE = (
+    "<|im_start|>system\nClassify the context using the supplied schema. For the requested field, select the "
+    "single best-fitting choice. Return only that choice's code.<|im_end|>\n"
+    "<|im_start|>user\nContext:\n" + _text("state") + "\n\nSchema:\n"
+    "{% for q in questions %}- {{ q.id }}: " + _text("q.instructions") + "{{ '\n' }}"
+    "{% for o in q.options %}  {{ o.label }} = {{ o.key }}{% if o.description %}: " + _text("o.description")
+    + "{% endif %}{{ '\n' }}{% endfor %}{% endfor %}"
+    "\nRequested field: {{ id }}<|im_end|>\n<|im_start|>assistant\n"
+)
+
+TEMPLATES = {"openjev": OPENJEV_TEMPLATE, "lev": LEV_TEMPLATE, "nimble": NIMBLE_TEMPLATE}
+TEMPERATURES = {"openjev": {"choice": 0.85, "score": 0.85, "noul": 0.85 * 1.829074}, "lev": {}, "nimble": {}}
 
 
 def write_decision_model(source: Path, target: Path, decision_type: str) -> Path:

@@ -99,9 +99,10 @@ def test_the_adapter_takes_the_native_path_and_says_so(pair, openjev):
     assert models["models"][0]["name"] == openjev.stem
 
 
-@pytest.mark.parametrize("head", ["openjev", "lev"], indirect=True)
+@pytest.mark.parametrize("head", ["openjev", "lev", "nimble"], indirect=True)
 def test_system_one_answers_equal_llama_servers_own_through_both_routes(pair, head):
-    """Both label heads: OpenJev's letters, and lev's codes read forward and reversed with a 9-point noul."""
+    """Every label head: OpenJev's letters, lev's codes read forward and reversed with a 9-point noul, and nimble's,
+    whose prompt lists every question of the request (so the request's questions must reach it together)."""
     _, direct, client = pair
     body = {"state": STATE, "questions": QUESTIONS}
     for route in ("/v1/systemone", "/invocations"):
@@ -314,18 +315,19 @@ def test_nothing_is_left_running_after_sigterm(openjev):
 @pytest.mark.parametrize(("declared", "message"), [
     ("foo", "llama.decision.type = 'foo' is not a decision type llama.cpp b11434 serves (supported: openjev, lev, "
             "nimble, kev, laya, clef)"),
-    ("kev", "llama.cpp's decision engine cannot serve this 'kev' model: llama-server exited"),
+    ("kev", "llama.decision.type = 'kev': a head of its own (hidden states at the last token and at one "
+            "<|box_end|> per option, a scaled dot product) that this toolkit has not tested and does not serve yet "
+            "(served: openjev, lev, nimble)"),
 ])
-def test_a_type_the_file_cannot_carry_is_refused_at_start_naming_it(declared, message, tmp_path):
-    """kev, laya and clef need tensors or an architecture of their own: metadata on a chat GGUF cannot make one, and
-    llama-server refuses it (here: no <|box_end|> token); an unknown type is refused before llama-server starts."""
+def test_a_type_not_served_is_refused_at_start_naming_it(declared, message, tmp_path):
+    """kev, laya and clef need tensors or an architecture of their own, which no file made here can carry (llama-server
+    refuses a metadata-only kev: no <|box_end|> token): refused, as an unknown type is, before llama-server starts."""
     model = write_decision_model(embedded_model_path(), tmp_path / f"{declared}.gguf", declared)
     adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(model)})
     try:
         assert adapter.wait_exit(START_TIMEOUT) == 1
         assert message in adapter.logs(), adapter.logs()
-        if declared == "kev":
-            assert "<|box_end|>" in adapter.logs()
+        assert "native decision server" not in adapter.logs()
     finally:
         adapter.stop()
 
@@ -386,5 +388,27 @@ def test_the_queue_bound_holds_on_the_native_path(openjev):
             assert refused["/v1/systemone"].json()["detail"]["error_type"] == "overloaded_error"
             assert all(answer.headers["retry-after"] for answer in refused.values())
             assert admitted.result().status_code == 200
+    finally:
+        adapter.stop()
+
+
+def test_llama_servers_own_refusal_is_the_callers_error_in_each_doors_shape(openjev):
+    """A prompt longer than the native server's context: its 400 (exceed_context_size_error) becomes System One's 413
+    context_length_exceeded and OpenAI's 400, with the counts; the endpoint serves on."""
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SM_LLAMA_CPP_CTX_SIZE": "256"})
+    try:
+        adapter.wait_ready()
+        with httpx.Client(base_url=adapter.url, timeout=60) as client:
+            systemone = client.post("/v1/systemone", json={"state": "word " * 400, "questions": {
+                "angry": QUESTIONS["angry"]}})
+            assert systemone.status_code == 413, systemone.text
+            assert systemone.json()["detail"]["error_type"] == "context_length_exceeded"
+            assert "but the context holds 256" in systemone.json()["detail"]["message"]
+            openai = client.post("/v1/decisions", json={"model": "jev-latest", "input": "word " * 400, "questions": [
+                {"type": "predicate", "instructions": "Is the customer angry?"}]})
+            assert openai.status_code == 400 and openai.json()["error"]["code"] == "context_length_exceeded"
+            assert openai.json()["error"]["param"] == "input"
+            assert client.post("/v1/systemone", json={"state": STATE, "questions": {
+                "angry": QUESTIONS["angry"]}}).status_code == 200
     finally:
         adapter.stop()

@@ -58,6 +58,16 @@ def test_an_unknown_decision_type_is_refused_naming_the_key_and_the_supported_ty
     assert not (tmp_path / "out.tar.gz").exists()
 
 
+@pytest.mark.parametrize("declared", ["kev", "laya", "clef"])
+def test_a_type_with_a_head_of_its_own_is_refused_naming_it_and_what_is_served(tmp_path: Path, declared: str) -> None:
+    result = run_cli("package", str(declaring(tmp_path / f"{declared}.gguf", declared)), "-o",
+                     str(tmp_path / "out.tar.gz"))
+    assert result.returncode == 2, result.stdout
+    assert f"llama.decision.type = '{declared}': a head of its own (" in result.stderr
+    assert "that this toolkit has not tested and does not serve yet (served: openjev, lev, nimble)" in result.stderr
+    assert not (tmp_path / "out.tar.gz").exists()
+
+
 @pytest.mark.parametrize("command", ["package", "check"])
 def test_a_decision_model_without_its_systemone_template_is_refused(tmp_path: Path, command: str) -> None:
     model = declaring(tmp_path / "bare.gguf", "lev", systemone=False)

@@ -4,6 +4,9 @@ A GGUF whose header says `<general.architecture>.decision.type` is a fine-tuned 
 `llama-server` (b11361 and later; pinned b11434, `tools/server/server-decision.cpp`) scores it natively, with the
 prompt from the file's `tokenizer.chat_template.systemone`. Any other type fails that server's model load, so it
 is refused here first, by name, wherever the file is first seen (`semif package`, `cdk synth`, the adapter's start).
+So are kev, laya and clef for now: their heads need tensors or an architecture of their own, which no file made here
+can carry, so this toolkit has never served one; llama.cpp would read them, untested here, so they are refused rather
+than shipped on trust.
 """
 
 from __future__ import annotations
@@ -44,8 +47,13 @@ def supported_names() -> str:
     return ", ".join(DECISION_TYPES)
 
 
+def served_names() -> str:
+    return ", ".join(name for name, found in DECISION_TYPES.items() if not found.own_architecture)
+
+
 def decision_type(declared: str | None, key: str) -> DecisionType | None:
-    """The declared type (None: a generic chat model); an unknown one raises, naming the key and what is served."""
+    """The declared type (None: a generic chat model); an unknown one, or one with a head of its own, raises,
+    naming the key and what is served."""
     if declared is None:
         return None
     found = DECISION_TYPES.get(declared)
@@ -53,4 +61,8 @@ def decision_type(declared: str | None, key: str) -> DecisionType | None:
         raise UnsupportedDecisionTypeError(
             f"{key} = {declared!r} is not a decision type llama.cpp {PINNED_LLAMA_CPP} serves "
             f"(supported: {supported_names()})")
+    if found.own_architecture:
+        raise UnsupportedDecisionTypeError(
+            f"{key} = {declared!r}: a head of its own ({found.reads}) that this toolkit has not tested and does "
+            f"not serve yet (served: {served_names()})")
     return found

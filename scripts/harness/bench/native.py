@@ -155,7 +155,7 @@ def report(result: dict[str, Any], command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--type", default="openjev", choices=["openjev", "lev"])
+    parser.add_argument("--type", default="openjev", choices=["openjev", "lev", "nimble"])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--requests", type=int, default=12, help="requests per client in the throughput turn")
     parser.add_argument("--out", type=Path, help="write native.json and native.md here")
