@@ -23,7 +23,8 @@ from support import background
 from stacks.cdk_app import REPO_ROOT
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
-ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api")  # each hosting mode, and the System One API
+ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api", "decisions")  # each hosting mode, the System One API
+# and a decision-only environment
 SYNTH_TIMEOUT_S = 300
 BACKGROUND_TIMEOUT_S = 3600  # at the idle priority a synth gets only idle CPU until its test waits for it
 
@@ -108,6 +109,7 @@ EXPECTED_ENDPOINTS = {
     "shared": {"semif-shared-models"},
     "serverless": {"semif-serverless-chat", "semif-serverless-decision-serverless"},
     "api": {"semif-api-chat", "semif-api-decision"},
+    "decisions": {"semif-decisions-decision"},
 }
 
 
@@ -131,5 +133,5 @@ def test_cfn_lint_is_clean_on_every_template(cli: CliRuns) -> None:
 def test_cli_refuses_an_unknown_environment_by_name(tmp_path: Path) -> None:
     result = cdk_synth("staging", tmp_path)
     assert result.returncode != 0
-    assert ("env: unknown environment 'staging'; cdk.json defines ['api', 'dev', 'prod', 'serverless', 'shared']"
-            in result.stderr)
+    assert ("env: unknown environment 'staging'; cdk.json defines "
+            "['api', 'decisions', 'dev', 'prod', 'serverless', 'shared']" in result.stderr)
