@@ -133,6 +133,9 @@ def choose_service(settings: Settings, model_path: Path) -> DecisionService | Na
                                 "tokenizer.chat_template.systemone: llama.cpp cannot prompt it")
     LOG.info("decision engine: native", extra={"fields": {"decision_type": declared, "reads": found.reads,
                                                           "why": settings.decision_engine}})
+    if settings.calibration is not None:
+        LOG.warning("SEMIF_CALIBRATION is not applied on the native path: the model's own head gives the "
+                    "probabilities (its temperatures are in the GGUF)")
     return NativeDecisionService(settings, model_path, found)
 
 
