@@ -4,9 +4,14 @@ The image installs every Python package with `pip --require-hashes` from these l
 mirror serving other bytes under a pinned version fails the build instead of landing in the image:
 
 - `container/requirements.lock`: the adapter's whole runtime tree, from `container/requirements.txt`;
-- `container/requirements-build.lock`: the build tools of the bindings' wheel, from `requirements-build.txt`;
+- `container/requirements-build.lock`: the first stage's build tools (CMake and Ninja compile llama.cpp,
+  scikit-build-core makes the bindings' wheel), from `requirements-build.txt`;
 - `container/requirements-bindings.lock`: the `llama-cpp-python` entry of the runtime lock alone (the sdist the
-  first stage compiles), so that bumping another runtime package does not recompile llama.cpp.
+  first stage makes the bindings' wheel from, without their own native build), so that bumping another runtime
+  package does not recompile llama.cpp.
+
+llama.cpp's own source is no Python package: it is pinned with its hash in `container/llama-cpp-source.lock`
+(hand-written; the Dockerfile and scripts/dev/build_llama_cpp.py fetch and check it).
 
 They are resolved for the image's interpreter and platform (CPython 3.11 on x86-64 glibc), whatever machine runs
 this, with uv (a dev requirement). `--check` verifies the locks against their inputs offline (the tests run it).

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from decision_container import BuiltImage, Container, Serving, build_decision_image, missing_tools, run_container
 
+from scripts.dev.decision_models import decision_model
 from scripts.local.endpoints import start_decision_container
 from scripts.local.processes import Child, wait_for_ping
 from semif_adapter.engine.embedded_model import embedded_model_path
@@ -52,9 +53,9 @@ def start_container(decision_image: BuiltImage) -> Iterator[Callable[..., Contai
         container.remove()
 
 
-@pytest.fixture(scope="module")
-def serving(decision_image: BuiltImage, model: dict[str, Path]) -> Iterator[Serving]:
-    container = run_container(decision_image.reference, model, LLAMA_ENV)
+def serve_until_ready(image: BuiltImage, models: dict[str, Path]) -> Iterator[Serving]:
+    """A container of the image on these models, polled on /ping from its start until it answers 200."""
+    container = run_container(image.reference, models, LLAMA_ENV)
     pings: list[int] = []
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
@@ -69,6 +70,19 @@ def serving(decision_image: BuiltImage, model: dict[str, Path]) -> Iterator[Serv
         yield Serving(container, pings)
     finally:
         container.remove()
+
+
+@pytest.fixture(scope="module")
+def serving(decision_image: BuiltImage, model: dict[str, Path]) -> Iterator[Serving]:
+    yield from serve_until_ready(decision_image, model)
+
+
+@pytest.fixture(scope="module")
+def native_serving(decision_image: BuiltImage) -> Iterator[Serving]:
+    """The image on a decision-typed GGUF (openjev: scripts/dev/decision_models.py), which llama.cpp's own decision
+    engine scores: the adapter runs the image's llama-server as its child."""
+    path = decision_model("openjev")
+    yield from serve_until_ready(decision_image, {path.name: path})
 
 
 @pytest.fixture(scope="module")

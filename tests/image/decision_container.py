@@ -116,6 +116,11 @@ class Container:
         result = subprocess.run([*PODMAN, "logs", self.name], capture_output=True, text=True, check=False)
         return result.stdout + result.stderr
 
+    def exec(self, *command: str) -> subprocess.CompletedProcess[str]:
+        """Run a command inside the running container (its user, its environment)."""
+        return subprocess.run([*PODMAN, "exec", self.name, *command], capture_output=True, text=True, timeout=60,
+                              check=False)
+
     def send_signal(self, signal_name: str) -> None:
         self._podman("kill", "--signal", signal_name, self.name)
 

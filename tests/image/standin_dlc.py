@@ -3,9 +3,10 @@
 The real base (Amazon Linux 2023, in the AWS DLC registry) cannot be pulled offline. What the Dockerfile relies
 on is reproduced: the DLC's layout and environment (`/opt/llama.cpp/bin` first on `PATH` and on an
 `LD_LIBRARY_PATH` ending with `:`, entry point `/usr/bin/serve`, port 8080), a `dnf` that installs the AL2023
-package names the Dockerfile uses (mapped onto Debian's), and decoy `libllama`/`libggml*` where the DLC keeps
-its own build: they abort the process if the loader ever hands them to the adapter. pip inside the build
-trusts this machine's CA bundle (copied in, at AL2023's path).
+package names the Dockerfile uses (mapped onto Debian's), decoy `libllama`/`libggml*` where the DLC keeps
+its own build (they abort the process if the loader ever hands them to the adapter) and a `llama-server` there
+that reports the -v1 tags' build (b10964) and refuses to serve. pip and Python's `ssl` inside the build trust this
+machine's CA bundle (copied in at AL2023's path, which OpenSSL's default CA file then names, as on AL2023).
 
 The image is tagged with a hash of everything that makes it, and made only when that tag is missing from
 the containers storage, so it persists across runs and clones on one machine.
@@ -36,9 +37,10 @@ ENV = {
     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "UTF-8",
 }
 PIP_CONF = f"[global]\ncert = {IMAGE_CA_BUNDLE}\n"
+OPENSSL_CA_FILE = "/usr/lib/ssl/cert.pem"  # Debian's OpenSSL default CA file (AL2023's is IMAGE_CA_BUNDLE itself)
 # Bump when `customize` or the mmdebstrap options change what the stand-in holds (its tag hashes this, the
 # recipe files and the machine's inputs, not this module's text: a comment here must not rebuild the image).
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 
 
 def run(*command: str, **kwargs: object) -> str:
@@ -65,7 +67,8 @@ def host_sources(codename: str) -> list[Path]:
 
 def recipe_key(codename: str, sources: list[Path]) -> str:
     """Hash of every input of the stand-in: recipe version and data, recipe files, CA bundle, apt sources."""
-    facts = [RECIPE_VERSION, ENV, PIP_CONF, IMAGE_CA_BUNDLE, LLAMA_DIR, DECOY_LIBRARIES, DECOY_MODULES, codename]
+    facts = [RECIPE_VERSION, ENV, PIP_CONF, IMAGE_CA_BUNDLE, OPENSSL_CA_FILE, LLAMA_DIR, DECOY_LIBRARIES, DECOY_MODULES,
+             codename]
     digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode())
     for path in [*sorted(RECIPE.iterdir()), HOST_CA_BUNDLE, *sources]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -93,12 +96,17 @@ def customize(root: Path, decoys: Path) -> None:
     llama_dir = root / LLAMA_DIR.lstrip("/")
     llama_dir.parent.mkdir(parents=True)
     shutil.copytree(decoys, llama_dir, symlinks=True)
-    for name, target in (("dnf", "usr/bin/dnf"), ("serve", "usr/bin/serve")):
+    for name, target in (("dnf", "usr/bin/dnf"), ("serve", "usr/bin/serve"),
+                         ("llama-server", f"{LLAMA_DIR.lstrip('/')}/llama-server")):
         (root / target).write_bytes((RECIPE / name).read_bytes())
         (root / target).chmod(0o755)
     bundle = root / IMAGE_CA_BUNDLE.lstrip("/")
     bundle.parent.mkdir(parents=True, exist_ok=True)
     bundle.write_bytes(HOST_CA_BUNDLE.read_bytes())
+    default = root / OPENSSL_CA_FILE.lstrip("/")
+    default.parent.mkdir(parents=True, exist_ok=True)
+    default.unlink(missing_ok=True)
+    default.symlink_to(IMAGE_CA_BUNDLE)
     (root / "etc/pip.conf").write_text(PIP_CONF)
 
 

@@ -2,7 +2,8 @@
 
 `podman run IMAGE serve` with the model mounted at /opt/ml/model, published on loopback only: the ping
 states, a decision bit-identical to the local process's, the native libraries the process maps, the image's
-metadata and user, start-up refusals and SIGTERM under load. What the stand-in cannot show (dnf on Amazon
+metadata and user, start-up refusals and SIGTERM under load (a decision-typed model, which the image's own
+llama-server scores: test_native_engine_image.py). What the stand-in cannot show (dnf on Amazon
 Linux 2023, CUDA, BuildKit) is listed in the README.
 """
 
@@ -45,6 +46,7 @@ def test_metadata_label_entry_point_and_user(decision_image: BuiltImage) -> None
     env = dict(item.split("=", 1) for item in config["Env"])
     assert env["PATH"].startswith("/opt/semif/bin:" + LLAMA_DIR), "the DLC's PATH is kept behind the venv"
     assert env["LD_LIBRARY_PATH"] == LLAMA_DIR + ":", "the DLC's loader path is untouched"
+    assert env["SEMIF_LLAMA_SERVER"] == "/opt/semif/bin/llama-server", "the native engine's server is the image's"
 
 
 def test_ping_is_503_while_loading_then_200(serving: Serving) -> None:
