@@ -120,20 +120,21 @@ def test_configured_build_args_add_to_the_gpu_defaults() -> None:
 
 
 def dockerfile_cmake_args(build_args: dict[str, str], tmp_path: Path) -> list[str]:
-    """The CMake flags the Dockerfile's bindings stage passes to pip, for these build args.
+    """The CMake flags the Dockerfile's bindings stage compiles llama.cpp with, for these build args.
 
     The stage's own ARG defaults and its `RUN cmake_args=...` line, run by bash with the build args applied
-    and a stand-in pip that records CMAKE_ARGS: the composition as docker would run it, minus the compile.
+    and a stand-in cmake that records its arguments: the composition as docker would run it, minus the compile
+    (tests/foundation/test_dockerfile_llama.py compares the flags with the tests' build).
     """
     text = (CONTAINER_DIR / "Dockerfile").read_text().replace("\\\n", " ")
     stage = text.split("FROM ${BUILDER_IMAGE} AS bindings", 1)[1].split("\nFROM ", 1)[0]
     defaults = dict(re.findall(r'^ARG (\w+)="([^"]*)"$', stage, re.MULTILINE))
     (run_line,) = [line[4:] for line in stage.splitlines() if line.startswith("RUN cmake_args=")]
-    pip = tmp_path / "build" / "venv" / "bin" / "pip"
-    pip.parent.mkdir(parents=True)
-    pip.write_text('#!/bin/bash\nprintf "%s" "$CMAKE_ARGS" > "$RECORD"\n')
-    pip.chmod(0o755)
-    (tmp_path / "build" / "wheels").mkdir()
+    cmake = tmp_path / "build" / "venv" / "bin" / "cmake"
+    cmake.parent.mkdir(parents=True)
+    cmake.write_text('#!/bin/bash\n[ "$1" = -S ] && printf "%s\\n" "${@:7}" > "$RECORD"\nexit 0\n')
+    cmake.chmod(0o755)
+    (tmp_path / "build" / "llama-build-number").write_text("11434\n")
     record = tmp_path / "cmake-args"
     env = {**defaults, **build_args, "RECORD": str(record), "PATH": "/usr/bin:/bin"}
     subprocess.run(["bash", "-o", "pipefail", "-c", run_line.replace("/build/", f"{tmp_path}/build/")],
