@@ -1,16 +1,17 @@
 """What our doors cost on a decision model: the adapter's native path against llama-server b11434 called directly.
 
-    python -m scripts.harness.bench.native [--type openjev] [--rounds 30] [--requests 12] [--out DIR]
+    python -m scripts.harness.bench.native [--type openjev] [--rounds 30] [--requests 12] [--turns 1] [--out DIR]
 
 Same file (a decision-typed copy of the embedded model, scripts/dev/decision_models.py), same requests, and the same
 llama-server command line: the direct server is started with the arguments the adapter logged for its own, so the
 only difference is the adapter in front (HTTP, validation, admission, translation). The systems take turns:
 
 - latency: each round asks k questions (1 and 4, the System One bank's first) about one new state of each system,
-  in an order that alternates by round; p50 per system and the median of the per-round ratios (ours / direct),
-  target at most 1.03;
+  in an order that alternates by round, each turn after a pause (SETTLE_S); p50 per system and the median of the
+  per-round ratios (ours / direct), target at most 1.03;
 - throughput: 4 clients, each sending `--requests` requests of 3 questions about its own new states, once per
-  system and again in the other order; decisions/s = questions answered / wall time, target ours / direct >= 0.97;
+  system and again in the other order (`--turns` times); decisions/s = questions answered / wall time, the mean of
+  the turns, target ours / direct >= 0.97;
 - cold start: the adapter's process start to `/ping` 200, and of it the native server's own start (`start_ms`),
   against the direct server's process start to `/health` 200.
 """
@@ -37,6 +38,7 @@ from ...common.stats import summarize
 from ...dev.decision_models import decision_model
 from ...local.endpoints import start_decision_container
 from ...local.processes import wait_for_ping
+from .benchmarks_page import refresh as refresh_page
 from .systemone_workload import THROUGHPUT_QUESTIONS, questions_body
 
 COUNTS = (1, 4)
@@ -46,6 +48,10 @@ THROUGHPUT_TARGET = 0.97
 SIZE = "short"
 SYSTEMS = ("ours", "direct")
 START_TIMEOUT_S = 180.0
+# After its answer a llama-server's threads keep polling for work (ggml's threadpool, `--poll 50`), on the same 2
+# cores: a system asked right after the other ran about 1.5x slower, whichever it was (measured: the first run of
+# this bench, 2026-12-05). Each turn starts after this pause.
+SETTLE_S = 1.0
 
 
 def native_arguments(log_text: str) -> dict[str, Any]:
@@ -110,7 +116,10 @@ def latency(posts: dict[str, Callable[[dict[str, Any]], httpx.Response]], count:
     for index in range(rounds):
         order = SYSTEMS if index % 2 == 0 else SYSTEMS[::-1]
         body = questions_body(SIZE, first_state + index, count)
-        taken = {system: _timed(posts[system], body) for system in order}
+        taken = {}
+        for system in order:
+            time.sleep(SETTLE_S)
+            taken[system] = _timed(posts[system], body)
         for system, value in taken.items():
             times[system].append(value)
         ratios.append(taken["ours"] / taken["direct"])
@@ -158,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--type", default="openjev", choices=["openjev", "lev", "nimble"])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--requests", type=int, default=12, help="requests per client in the throughput turn")
+    parser.add_argument("--turns", type=int, default=1, help="pairs of throughput turns (each order once per pair)")
     parser.add_argument("--out", type=Path, help="write native.json and native.md here")
     args = parser.parse_args(argv)
     from semif_adapter.core.native_service import WARMUP_REQUEST
@@ -176,12 +186,14 @@ def main(argv: list[str] | None = None) -> int:
             ready = native_arguments(log_path.read_text() if log_path else "")
             direct = DirectServer(ready["arguments"], WARMUP_REQUEST)
             with httpx.Client(base_url=container.url, timeout=300) as client:
-                posts = {"ours": lambda body: client.post("/v1/systemone", json=body), "direct": direct.ask}
+                posts: dict[str, Callable[[dict[str, Any]], httpx.Response]] = {
+                    "ours": lambda body: client.post("/v1/systemone", json=body), "direct": direct.ask}
                 rows = [latency(posts, count, args.rounds, 1 + 10_000 * position)
                         for position, count in enumerate(COUNTS)]
                 rates: dict[str, list[float]] = {system: [] for system in SYSTEMS}
-                for turn, order in enumerate((SYSTEMS, SYSTEMS[::-1])):
+                for turn, order in enumerate((SYSTEMS, SYSTEMS[::-1]) * args.turns):
                     for position, system in enumerate(order):
+                        time.sleep(SETTLE_S)
                         rates[system].append(throughput(posts[system], args.requests,
                                                         100_000 + 1_000 * (2 * turn + position)))
         finally:
@@ -204,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "native.json").write_text(json.dumps(result, indent=1) + "\n")
         (args.out / "native.md").write_text(text + "\n")
+        refresh_page(args.out)  # docs/benchmarks.md, when the run was written under docs/bench/
     return 0
 
 
