@@ -294,8 +294,7 @@ def _native_lines(path: Path) -> list[str]:
     rows.append(["cold start to ready (s)", f"{cold['adapter_ping_s']:.2f}", f"{cold['direct_health_s']:.2f}",
                  f"of ours, the native server's own start {cold['native_start_s']:.2f} s"])
     return ["### A decision model: the native path against llama-server", "",
-            f"{result['measured']}, {result['machine']}; `python -m scripts.harness.bench.native --rounds "
-            f"{result['latency'][0]['rounds']} --out {_shown(path.parent)}` ([{_link(path)}]({_link(path)})): "
+            f"{result['measured']}, {result['machine']}; `{result['command']}` ([{_link(path)}]({_link(path)})): "
             f"`{result['model']}` (decision type `{result['decision_type']}`, metadata only on the embedded model) "
             "through our `/v1/systemone` and through a llama-server started with the adapter's own arguments, "
             "systems taking turns ([decision-models.md](decision-models.md)).", "",

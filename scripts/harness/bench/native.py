@@ -210,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
               "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
               "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     command = ("python -m scripts.harness.bench.native " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    result["command"] = command
     text = report(result, command)
     print(text)
     if args.out:
