@@ -1,8 +1,9 @@
 """The adapter maps one copy of each llama.cpp library, even where each of a library's names is a file of its own.
 
 A wheel has no symlinks: a `llama_cpp/lib` installed from one holds `libggml.so`, `libggml.so.0` and
-`libggml.so.0.26.0` as three files (the image now keeps one copy and its symlinks; a user's own install may not). libllama is linked against `libggml.so.0`; anything that opens
-`libggml.so` by path maps a second ggml, with a backend registry of its own. Here the local build is copied
+`libggml.so.0.26.0` as three files (the image now keeps one copy and its symlinks; a user's own install may not).
+libllama is linked against `libggml.so.0`; anything that opens `libggml.so` by path maps a second ggml, with a
+backend registry of its own. Here the local build is copied
 into that layout (each name its own file) with a stray `libggml-cuda.so` beside it, the trigger of the old
 path-based loader, and a fresh interpreter reports which files it mapped.
 """
