@@ -29,6 +29,7 @@ from test_systemone_conformance import KEY, jevcompat
 
 from scripts.dev.decision_models import decision_model, write_decision_model
 from scripts.harness.bench.native import DirectServer, native_arguments
+from scripts.local.processes import wait_until
 from semif_adapter.core.native_service import WARMUP_REQUEST
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.engine.embedded_model import embedded_model_path
@@ -103,7 +104,7 @@ def test_the_adapter_takes_the_native_path_and_says_so(pair, openjev):
 def test_system_one_answers_equal_llama_servers_own_through_both_routes(pair, head):
     """Every label head: OpenJev's letters, lev's codes read forward and reversed with a 9-point noul, and nimble's,
     whose prompt lists every question of the request (so the request's questions must reach it together)."""
-    _, direct, client = pair
+    adapter, direct, client = pair
     body = {"state": STATE, "questions": QUESTIONS}
     for route in ("/v1/systemone", "/invocations"):
         ours = client.post(route, json={"model": "jev-latest", **body})
@@ -115,6 +116,11 @@ def test_system_one_answers_equal_llama_servers_own_through_both_routes(pair, he
             same_answer(mine["answers"][name], reference["answers"][name])
         assert mine["usage"] == reference["usage"]
         assert mine["x_scoring"] == f"native:{head.name.split('-')[2]}"
+    scoring = f"native:{head.name.split('-')[2]}"
+    wait_until(lambda: adapter.logs().count('"Decisions"') >= 2, timeout_s=10, what="the EMF records")
+    records = [json.loads(line) for line in adapter.logs().splitlines() if '"Decisions"' in line]
+    assert [record["Scoring"] for record in records] == [scoring, scoring]  # the metrics' Scoring dimension
+    assert [record["Decisions"] for record in records] == [[1, 1, 1], [1, 1, 1]]
 
 
 def test_one_question_alone_and_52_options_equal_llama_servers_own(pair):
