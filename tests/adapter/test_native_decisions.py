@@ -24,11 +24,13 @@ from typing import Any
 import httpx
 import pytest
 from conftest import START_TIMEOUT, AdapterProcess
+from support.admission import send, wait_admitted
 from support.systemone import many_options
 from test_systemone_conformance import KEY, jevcompat
 
 from scripts.dev.decision_models import decision_model, write_decision_model
 from scripts.harness.bench.native import DirectServer, native_arguments
+from scripts.harness.reliability.rawhttp import read_response
 from scripts.local.processes import wait_until
 from semif_adapter.core.native_service import WARMUP_REQUEST
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
@@ -373,27 +375,25 @@ def test_json_lines_are_answered_line_by_line_as_llama_server_answers_each(pair)
 
 
 def test_the_queue_bound_holds_on_the_native_path(openjev):
-    """SEMIF_QUEUE_SIZE counts questions as on our own engine: past it, 529 on /v1/systemone, 503 on /invocations."""
+    """SEMIF_QUEUE_SIZE counts questions as on our own engine: past it, 529 on /v1/systemone, 503 on /invocations.
+    The probes go out once the slow request is surely admitted (`wait_admitted`), and it holds its two places for
+    seconds (two 52-option questions)."""
     adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SEMIF_QUEUE_SIZE": "2"})
-    slow = {"state": STATE, "questions": {"queue": {"type": "choice", "instructions": "Which queue?",
-                                                    "criteria": many_options(52)}}}  # seconds of work
+    queue = {"type": "choice", "instructions": "Which queue?", "criteria": many_options(52)}
     try:
         adapter.wait_ready()
-        with httpx.Client(base_url=adapter.url, timeout=120) as client, ThreadPoolExecutor(max_workers=1) as pool:
-            admitted = pool.submit(client.post, "/v1/systemone", json={**slow, "questions": {
-                **slow["questions"], "again": slow["questions"]["queue"]}})
-            busy = {"/v1/systemone": 529, "/invocations": 503}  # each door's "busy, retry"
-            refused: dict[str, httpx.Response] = {}
-            while not admitted.done() and len(refused) < len(busy):
-                for route, status in busy.items():
-                    answered = client.post(route, json={"state": STATE, "questions": QUESTIONS})
-                    if answered.status_code == status:
-                        refused[route] = answered
-                time.sleep(0.05)
-            assert set(refused) == set(busy), "the second request was admitted past the queue bound"
-            assert refused["/v1/systemone"].json()["detail"]["error_type"] == "overloaded_error"
-            assert all(answer.headers["retry-after"] for answer in refused.values())
-            assert admitted.result().status_code == 200
+        slow = send(adapter.url, json.dumps({"state": STATE, "questions": {"queue": queue, "again": queue}}).encode(),
+                    "/v1/systemone")
+        wait_admitted(adapter.url)
+        with httpx.Client(base_url=adapter.url, timeout=60) as client:
+            refused = {route: client.post(route, json={"state": STATE, "questions": QUESTIONS})
+                       for route in ("/v1/systemone", "/invocations")}
+        assert refused["/v1/systemone"].status_code == 529, refused["/v1/systemone"].text
+        assert refused["/v1/systemone"].json()["detail"]["error_type"] == "overloaded_error"
+        assert refused["/invocations"].status_code == 503, refused["/invocations"].text  # SageMaker's own busy
+        assert all(answer.headers["retry-after"] for answer in refused.values())
+        admitted = read_response(slow, START_TIMEOUT)
+        assert admitted is not None and admitted.status == 200
     finally:
         adapter.stop()
 
