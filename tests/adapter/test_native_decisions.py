@@ -23,10 +23,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import START_TIMEOUT, AdapterProcess
+from support.adapter_process import START_TIMEOUT, AdapterProcess
 from support.admission import send, wait_admitted
+from support.jevcompat_run import KEY, jevcompat
 from support.systemone import many_options
-from test_systemone_conformance import KEY, jevcompat
 
 from scripts.dev.decision_models import decision_model, write_decision_model
 from scripts.harness.bench.native import DirectServer, native_arguments

@@ -3,31 +3,16 @@ the image starts it: once without auth and once with a key. Every MUST and SHOUL
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from jevcompat.spec import REQUIREMENTS
+from support.jevcompat_run import KEY, jevcompat
 
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.engine.embedded_model import embedded_model_path
 
 pytestmark = pytest.mark.slow
-KEY = "sk-semif-conformance-test-key"
-RUN_TIMEOUT_S = 900
-
-
-def jevcompat(url: str, report: Path, *extra: str) -> dict:
-    jevcompat_cli = Path(sys.executable).parent / "jevcompat"
-    done = subprocess.run([str(jevcompat_cli), "test", url, "--json", str(report), "--timeout", "300", *extra],
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
-    assert report.exists(), done.stdout + done.stderr
-    return json.loads(report.read_text())
-
-
 def outcomes(report: dict) -> dict[str, str]:
     return {result["id"]: result["status"] for result in report["results"]}
 
