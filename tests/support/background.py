@@ -1,11 +1,15 @@
-"""Subprocess work a later test needs, begun when the session's first test starts and run at the lowest CPU priority
-(Linux's SCHED_IDLE: it runs only when a core has nothing else to run).
+"""Subprocess work a later test needs, begun when the session's first test starts and run at the lowest CPU priority:
+in a session of its own whose scheduling group has the least weight (nice 19), under Linux's SCHED_IDLE.
+
+Both halves matter. SCHED_IDLE alone orders tasks only inside one scheduling group, and Linux (`autogroup`, on by
+default) makes each session a group and shares the CPU between groups first: the adapters and servers a test starts
+are sessions of their own, so idle-priority work left in pytest's session still took half the CPU from them (an
+adapter's start 2.3 s alone, 21-45 s beside two SCHED_IDLE busy loops in another session, 2.3 s when those loops'
+group had nice 19; measured 2026-12-05). Where autogroup is off, SCHED_IDLE alone does it.
 
 The suite keeps its 2 cores about two-thirds busy: the model tests leave one idle while they wait on a server, a
-socket or a signal. Work begun here takes only those idle moments and yields at once to everything else (a model
-test of 11 s took 11-13 s beside two idle-priority busy loops, 11-12 s without, on a machine with other load), and
-when its own test comes, often minutes later, the result is there. When it is not, the test waits for it and its
-processes get back the normal priority.
+socket or a signal. Work begun here takes only those idle moments, and when its own test comes, often minutes later,
+the result is there. When it is not, the test waits for it and its processes get back the normal priority.
 
 Only for work that touches nothing but its own output directory (made before it begins: pytest's temporary
 directories are not thread-safe): no model, no server, no timing, no file in the checkout. A test module opts in with
@@ -21,6 +25,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from scripts.local.processes import descendants
@@ -30,9 +35,15 @@ _begun: dict[str, Future[Any]] = {}
 _waited_for = threading.Event()
 
 
+# A new session (so a scheduling group of its own), that group at nice 19, then SCHED_IDLE; each inherited by the
+# command's children. A system without /proc/self/autogroup keeps the SCHED_IDLE.
+LOWEST_PRIORITY = ("setsid", "sh", "-c", 'echo 19 2>/dev/null >/proc/self/autogroup; exec chrt --idle 0 "$@"',
+                   "background")
+
+
 def priority() -> tuple[str, ...]:
-    """The prefix of a background command line (its children inherit the priority): none once a test waits."""
-    return () if _waited_for.is_set() else ("chrt", "--idle", "0")
+    """The prefix of a background command line: none once a test waits."""
+    return () if _waited_for.is_set() else LOWEST_PRIORITY
 
 
 def begin(name: str, work: Callable[[], Any]) -> None:
@@ -57,6 +68,7 @@ def _hurry() -> None:
         with contextlib.suppress(OSError):
             if os.sched_getscheduler(pid) == os.SCHED_IDLE:
                 os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+                Path(f"/proc/{pid}/autogroup").write_text("0")
 
 
 def shutdown() -> None:
