@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import signal
 import sys
 import time
@@ -218,7 +217,9 @@ def test_a_native_server_killed_mid_request_is_a_503_then_it_is_restarted(pair):
 
 def test_a_slow_native_start_keeps_ping_at_503_until_it_answers(openjev, tmp_path):
     slow = tmp_path / "slow-llama-server"
-    slow.write_text(f"#!/bin/sh\nsleep 4\nexec {shutil.which('llama-server')} \"$@\"\n")
+    # the llama-server the adapter itself finds: AdapterProcess puts this venv's bin first on its PATH
+    real = Path(sys.executable).parent / "llama-server"
+    slow.write_text(f"#!/bin/sh\nsleep 4\nexec {real} \"$@\"\n")
     slow.chmod(0o755)
     adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SEMIF_LLAMA_SERVER": str(slow)})
     try:
