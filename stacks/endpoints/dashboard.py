@@ -22,17 +22,25 @@ from .llama_endpoint import LlamaEndpoint
 from .shared_endpoint import SharedHostingEndpoint
 
 ADAPTER_NAMESPACE = "SemIf/Adapter"
-SCORING_METHODS = ("letters", "likelihood", "pmi")  # values of the adapter's Scoring dimension
 DEFAULT_WARNING_RATE = 0.25  # the warning-rate alarm's threshold unless decision.alarms.warning_rate sets it
 WIDTH = 8  # three graphs a row (a dashboard row is 24 wide)
 HEIGHT = 6
 
 
-def adapter_metric(endpoint_name: str, name: str, statistic: str, *, period_s: int = 60, label: str | None = None,
-                   scoring: str | None = None) -> cloudwatch.Metric:
-    dimensions = {"EndpointName": endpoint_name, **({"Scoring": scoring} if scoring else {})}
+def adapter_metric(endpoint_name: str, name: str, statistic: str, *, period_s: int = 60,
+                   label: str | None = None) -> cloudwatch.Metric:
     return cloudwatch.Metric(namespace=ADAPTER_NAMESPACE, metric_name=name, statistic=statistic, label=label,
-                             dimensions_map=dimensions, period=Duration.seconds(period_s))
+                             dimensions_map={"EndpointName": endpoint_name}, period=Duration.seconds(period_s))
+
+
+def decisions_by_scoring(endpoint_name: str, period_s: int = 60) -> cloudwatch.MathExpression:
+    """Decisions per value of the adapter's Scoring dimension, whichever values occur: a search, not a fixed list,
+    because a decision model's own head scores as `native:TYPE` (openjev, lev, ...) and our engine as its method."""
+    query = (f"{{{ADAPTER_NAMESPACE},EndpointName,Scoring}} MetricName=\"Decisions\" "
+             f"EndpointName=\"{endpoint_name}\"")
+    return cloudwatch.MathExpression(expression=f"SEARCH('{query}', 'Sum', {period_s})",
+                                     label="${PROP('Dim.Scoring')}", using_metrics={},
+                                     period=Duration.seconds(period_s))
 
 
 def warning_rate(endpoint_name: str, period_s: int) -> cloudwatch.MathExpression:
@@ -106,9 +114,8 @@ def shared_widgets(shared: SharedHostingEndpoint, gpu: bool) -> list[cloudwatch.
 def adapter_widgets(endpoint_name: str) -> list[cloudwatch.IWidget]:
     """The decision adapter's own metrics (EMF): what the decisions were like, not only how many."""
 
-    def metric(name: str, statistic: str = "Sum", *, label: str | None = None,
-               scoring: str | None = None) -> cloudwatch.Metric:
-        return adapter_metric(endpoint_name, name, statistic, label=label, scoring=scoring)
+    def metric(name: str, statistic: str = "Sum", *, label: str | None = None) -> cloudwatch.Metric:
+        return adapter_metric(endpoint_name, name, statistic, label=label)
 
     return [
         _graph("decisions: count and warnings", [metric("Decisions", label="decisions"),
@@ -117,8 +124,8 @@ def adapter_widgets(endpoint_name: str) -> list[cloudwatch.IWidget]:
                                                  metric("NearTie", label="near tie"),
                                                  metric("ResultCacheHits", label="result cache hits")]),
         _graph("decisions: warning rate", [warning_rate(endpoint_name, 60)]),
-        _graph("decisions: by scoring method", [metric("Decisions", label=method, scoring=method)
-                                                for method in SCORING_METHODS]),
+        _graph("decisions: by scoring method (ours: letters, likelihood, pmi; a decision head: native:TYPE)",
+               [decisions_by_scoring(endpoint_name)]),
         _graph("decisions: latency (ms)", [*(metric("DecisionLatency", p, label=f"decision {p}")
                                              for p in ("p50", "p90", "p99")),
                                            metric("QueueTime", "p90", label="queue p90"),

@@ -242,6 +242,10 @@ def test_the_dashboard_shows_traffic_latency_errors_utilisation_capacity_and_the
     assert {"p50", "p90", "p99"} <= {options.get("stat") for options in latency}
     expressions = [m[0]["expression"] for m in metrics if isinstance(m[0], dict) and "expression" in m[0]]
     assert "IF(decisions > 0, warned / decisions, 0)" in expressions
+    # decisions per Scoring value, whichever occur: our methods' names or a decision head's native:TYPE
+    adapter_name = environment_of(each_mode, "Decision")["SEMIF_ENDPOINT_NAME"]
+    assert ("SEARCH('{SemIf/Adapter,EndpointName,Scoring} MetricName=\"Decisions\" "
+            f"EndpointName=\"{adapter_name}\"', 'Sum', 60)") in expressions
     mode = each_mode.stack.deployment.settings.hosting_of("decision")
     if mode == "serverless":
         assert "ModelSetupTime" in names
