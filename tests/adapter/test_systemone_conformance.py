@@ -3,8 +3,6 @@ the image starts it: once without auth and once with a key. Every MUST and SHOUL
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 from jevcompat.spec import REQUIREMENTS
 from support.jevcompat_run import KEY, jevcompat
@@ -13,6 +11,8 @@ from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.engine.embedded_model import embedded_model_path
 
 pytestmark = pytest.mark.slow
+
+
 def outcomes(report: dict) -> dict[str, str]:
     return {result["id"]: result["status"] for result in report["results"]}
 
@@ -25,10 +25,9 @@ def test_conformant_without_and_with_a_key_every_must_and_should(start_adapter, 
     keyed = start_adapter({**model, "SEMIF_API_KEYS_FILE": str(keys)})
     open_port.wait_ready()
     keyed.wait_ready()
-    with ThreadPoolExecutor(max_workers=2) as pool:  # one suite per adapter, at once: quicker than in turn
-        plain_run = pool.submit(jevcompat, open_port.url, tmp_path / "open.json")
-        guarded_run = pool.submit(jevcompat, keyed.url, tmp_path / "keyed.json", "--key", KEY)
-        plain, guarded = plain_run.result(), guarded_run.result()
+    # One suite after the other: at once, two adapters' decodes (each on every core) took 110 s; in turn 7 s each.
+    plain = jevcompat(open_port.url, tmp_path / "open.json")
+    guarded = jevcompat(keyed.url, tmp_path / "keyed.json", "--key", KEY)
     for report in (plain, guarded):
         assert report["summary"]["verdict"] == "conformant", report["summary"]
         assert not report["inconclusive"] and not report["case_errors"] and report["aborted"] is None
