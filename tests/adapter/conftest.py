@@ -38,7 +38,7 @@ def adapter() -> Iterator[AdapterProcess]:
     process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_RESULT_CACHE_ENTRIES": "0",
                               "SEMIF_SCORING": "letters"})
     try:
-        process.wait_ready()
+        process.wait_settled()  # its probe done: a test's own adapters load beside an idle one
         yield process
     finally:
         process.stop()
@@ -50,7 +50,7 @@ def matrix_adapter(request: pytest.FixtureRequest) -> Iterator[tuple[MatrixModel
     model: MatrixModel = request.param
     process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(model.path), "SEMIF_RESULT_CACHE_ENTRIES": "0"})
     try:
-        process.wait_ready()
+        process.wait_settled()  # its probe done: a test's own adapters load beside an idle one
         yield model, process
     finally:
         process.stop()

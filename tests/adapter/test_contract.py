@@ -22,7 +22,6 @@ from semif_adapter.settings import SAGEMAKER_STOP_SECONDS, load_settings
 
 START_S = 180.0  # as conftest's START_TIMEOUT: a bound on a start that failed
 INVOCATION_S = 60.0  # SageMaker's real-time invocation timeout
-PROBE_WAIT_S = 120.0  # the partial-reuse probe, the workers' first job after /ping says 200 (about 1.5 s alone)
 SENTENCE = "the shipment was delayed. "  # 5 tokens
 LONG_SENTENCES = 700  # about 3,500 tokens: what the tests' 4,096-token context holds
 
@@ -55,7 +54,7 @@ def test_ping_is_503_until_warm_then_200_with_empty_body(start_adapter, make_dec
     assert ready_line["warmup_prompt_tokens"] > 0  # /ping said 200 only after a warm-up decision
     # the split-decode probe runs after /ping said 200, as one worker's first job; decisions are answered meanwhile
     assert httpx.post(process.url + "/invocations", json=make_decision(), timeout=INVOCATION_S).status_code == 200
-    wait_until(lambda: '"event": "partial reuse"' in process.logs(), timeout_s=PROBE_WAIT_S, what="the probe")
+    process.wait_settled()
     reuse_line = next(json.loads(line) for line in process.logs().splitlines() if '"event": "partial reuse"' in line)
     assert reuse_line["enabled"] is True and reuse_line["why_off"] == [] and reuse_line["probe_ms"] > 0
 
@@ -65,7 +64,7 @@ def test_model_dir_discovery_port_variable_and_cli_flags(start_adapter, tmp_path
     model_dir.mkdir(parents=True)
     (model_dir / "smol.gguf").symlink_to(embedded_model_path())
     process = start_adapter({"SM_MODEL_DIR": str(tmp_path / "model")})
-    process.wait_ready()  # SAGEMAKER_BIND_TO_PORT chose the port this URL uses
+    process.wait_settled()  # SAGEMAKER_BIND_TO_PORT chose the port this URL uses; the next loads beside it idle
     assert "smol.gguf" in process.logs()
     overridden = start_adapter({"SM_MODEL_DIR": "/nonexistent"}, ("serve", "--model", str(embedded_model_path())))
     overridden.wait_ready()
@@ -178,8 +177,7 @@ def sigterm_under_load(start_adapter, make_decision, sizes: list[int]) -> tuple[
     """
     process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), **DRAIN_TIMING})
     drain_s = load_settings(process.env).drain_seconds
-    process.wait_ready()
-    wait_until(lambda: '"event": "partial reuse"' in process.logs(), timeout_s=PROBE_WAIT_S, what="the probe")
+    process.wait_settled()
     sockets = [send(process.url, json.dumps(make_decision(state=f"Evidence {index}: " + SENTENCE * size)).encode())
                for index, size in enumerate(sizes)]
     wait_admitted(process.url)

@@ -131,7 +131,7 @@ LONG_STATE = " ".join(f"Note {i}: the customer called about order 77{i:02d}; the
 def test_same_numbers_whatever_the_thread_count(adapter, client, start_adapter, make_decision):
     """A shared endpoint runs the model on 1 thread, a dedicated one on every vCPU: the same bits either way."""
     one_thread = start_adapter({**adapter.env, "SM_LLAMA_CPP_THREADS": "1"})  # the shared adapter but its threads
-    one_thread.wait_ready()
+    one_thread.wait_settled()
     assert '"threads": 1, "workers": 1' in one_thread.logs()  # one core: one worker, one decision at a time
     assert f'"workers": {min(2, cpu_quota())}' in adapter.logs()  # the shared adapter: two at once on 2 cores
     with httpx.Client(base_url=one_thread.url, timeout=120) as single:
