@@ -37,11 +37,13 @@ STARTUP_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
 # What `make test-fast` (pytest -m "not slow") leaves out besides the tests marked `slow` where they are written: a
 # test that uses one of these fixtures, itself or through another (the model served by the local endpoints or an
-# adapter, the decision image), and the tests of these modules (the model in process, a CLI over every environment).
+# adapter, the model in process, the decision image), and the tests of these modules (the model in process, a CLI
+# over every environment). `make test` runs the rest beside them at the lowest priority (scripts/dev/run_tests.sh), so
+# whatever decodes must be here.
 SLOW_FIXTURES = frozenset({"local_endpoints", "spawn_gateway", "uncached_gateway", "adapter", "start_adapter",
-                           "matrix_adapter", "decision_image", "local_adapter"})
-SLOW_MODULES = frozenset({"adapter/test_engine_caches.py", "adapter/test_workers.py", "cdk/test_cdk_cli.py",
-                          "security/test_security_checkov.py"})
+                           "matrix_adapter", "decision_image", "local_adapter", "runtime"})
+SLOW_MODULES = frozenset({"adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
+                          "cdk/test_cdk_cli.py", "security/test_security_checkov.py"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -2,6 +2,13 @@
 # The test command behind `make test` (and `make test-fast`, which passes -m "not slow"): linters and the type
 # checker, then pytest with the arguments given. pytest exits 5 when it collects nothing; `set -e` turns that (and
 # any failure) into a failed run.
+#
+# With no arguments (`make test`, CI) the suite runs as two pytest sessions at once: the tests that need the model
+# (`slow`) in the foreground, and beside them the tests that need none, in a session of their own whose scheduling
+# group has the least weight (Linux autogroup at nice 19). Those take only the CPU the model tests leave idle while
+# they wait on a server, a socket or a signal, and never slow a decode: llama.cpp's threads spin at every barrier, so
+# a decode that shares its cores with other busy work slows down many times over. Their output goes to a log, shown
+# in full when they fail, else its summary line.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -9,4 +16,26 @@ export PATH="$PWD/.venv/bin:$PATH"
 export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-${SEMIF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/semif-sagemaker}/mypy}"
 ruff check .
 mypy app.py stacks container/semif_adapter clients/python/semif_decision_client  # strict: pyproject.toml [tool.mypy]
-python -m pytest "$@"
+if [ "$#" -gt 0 ]; then
+  exec python -m pytest "$@"
+fi
+
+mkdir -p build
+no_model_log="$PWD/build/tests-without-model.log"
+echo "tests without the model: beside the others, at the lowest priority (log: $no_model_log)"
+setsid sh -c 'echo 19 2>/dev/null >/proc/self/autogroup; exec "$@"' without-model \
+  python -m pytest -m "not slow" -p no:cacheprovider >"$no_model_log" 2>&1 &
+no_model=$!
+trap 'kill -TERM -- "-$no_model" 2>/dev/null || true' EXIT
+status=0
+python -m pytest -m slow || status=$?
+no_model_status=0
+wait "$no_model" || no_model_status=$?
+trap - EXIT
+if [ "$no_model_status" -ne 0 ]; then
+  cat "$no_model_log"
+  echo "tests without the model: FAILED (exit $no_model_status; log: $no_model_log)"
+else
+  echo "tests without the model: $(tail -n 1 "$no_model_log" | tr -d '=' | sed 's/^ *//')"
+fi
+[ "$status" -eq 0 ] && [ "$no_model_status" -eq 0 ]
