@@ -22,7 +22,7 @@ from typing import Any
 from semif_adapter.deploy.llama_flags import PREFIX
 from semif_adapter.settings import cpu_quota
 
-from .processes import LOOPBACK, Child, free_port, start_child, wait_for_ping
+from .processes import LOOPBACK, Child, free_port, start_child, wait_for_ping, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 DECISION_SERVE = REPO / "container" / "serve"
@@ -104,6 +104,21 @@ def start_decision_container(name: str, env: Mapping[str, str], log_dir: Path,
     serve = [str(DECISION_SERVE)] if DECISION_SERVE.exists() else [sys.executable, "-m", "semif_adapter"]
     child = start_child(name, [*serve, *args], decision_env, log_dir / f"{name}.log", cwd=REPO)
     return Container(name, child, f"http://{LOOPBACK}:{port}")
+
+
+def wait_settled(container: Container, timeout_s: float) -> None:
+    """A decision container's /ping 200 and, on our engine, its partial-reuse probe done (its first job after that
+    200, ~1.5 s): whatever starts next then loads beside an idle adapter. Two decodes at once on 2 cores take many
+    times longer than in turn (llama.cpp's threads spin at each barrier): two adapters' starts 28 s, one 2.7 s."""
+    deadline = time.monotonic() + timeout_s
+    wait_for_ping(container.child, f"{container.url}/ping", timeout_s)
+
+    def log() -> str:
+        return container.child.log_path.read_text(errors="replace") if container.child.log_path else ""
+
+    if '"event": "decision engine: ours"' in log():
+        wait_until(lambda: '"event": "partial reuse"' in log(), timeout_s=max(deadline - time.monotonic(), 0.1),
+                   what=f"{container.endpoint}: the partial-reuse probe", alive=container.child.alive)
 
 
 @contextmanager

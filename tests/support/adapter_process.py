@@ -7,8 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts.local.endpoints import start_decision_container
-from scripts.local.processes import ChildError, wait_for_ping, wait_until
+from scripts.local.endpoints import start_decision_container, wait_settled
+from scripts.local.processes import ChildError, wait_for_ping
 
 # A bound on a start that failed, not a speed target: loading and the warm-up took 3 s here idle, 30 s beside six busy
 # loops. SageMaker waits at least 600 s (the health-check timeout the CDK app sets: stacks/endpoints/timeouts.py).
@@ -38,12 +38,11 @@ class AdapterProcess:
             raise AssertionError(f"adapter not ready: {error}\n{self.logs()}") from error
 
     def wait_settled(self, timeout: float = START_TIMEOUT) -> None:
-        """Ready, and done with what runs after /ping's first 200 (our engine's partial-reuse probe, ~1.5 s): an
-        adapter started next then loads beside an idle one. Two decoding at once on 2 cores take many times longer
-        than in turn (llama.cpp's threads spin at each barrier): two starts at once took 28 s, one 2.7 s."""
-        self.wait_ready(timeout)
-        if '"event": "decision engine: ours"' in self.logs():
-            wait_until(lambda: '"event": "partial reuse"' in self.logs(), timeout_s=timeout, what="the probe")
+        """Ready, and done with our engine's partial-reuse probe: an adapter started next loads beside an idle one."""
+        try:
+            wait_settled(self.container, timeout)
+        except (ChildError, TimeoutError) as error:
+            raise AssertionError(f"adapter not settled: {error}\n{self.logs()}") from error
 
     def wait_exit(self, timeout: float = 30.0) -> int:
         return self.proc.wait(timeout=timeout)

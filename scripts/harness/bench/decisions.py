@@ -166,7 +166,9 @@ def bench(args: argparse.Namespace) -> int:
     results["knobs"] = [] if args.skip_knobs else phases.run("llama.cpp settings", knob_phase, model, config)
     results["variants"] = []
     if args.variant_lib or args.variant_env:  # each variant against a baseline in a child process of its own
-        runs = [("default (child process)", {}), *variants(args), ("default again (drift)", {})]
+        # the baseline again at the end shows how far the machine drifted meanwhile (not in a quick run: minutes)
+        drift = [] if config.quick else [("default again (drift)", {})]
+        runs = [("default (child process)", {}), *variants(args), *drift]
         results["variants"] = [{"label": label, "env": env,
                                 "floors": phases.run(f"floor: {label}", variant_floors, model, config, env)}
                                for label, env in runs]

@@ -40,7 +40,7 @@ def probes(model: Model, config: Config) -> dict[str, Any]:
 def floor_sets(models: list[Model], config: Config, long: list[bool]) -> list[dict[str, Any]]:
     """The fixed prompts every knob and library variant is timed on; the models take turns prompt by prompt,
     so a drift in the machine's load hits them all alike."""
-    repeats = 2 if config.quick else 3
+    repeats = 1 if config.quick else 3  # quick: one measured prompt after the warm-up (the run only has to work)
     results: list[dict[str, Any]] = [{} for _ in models]
     for label, size, cached in (("fresh", config.knob_size, 0), ("suffix", config.knob_size, 2),
                                 ("long_fresh", "long", 0)):

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...local.chat_container import llama_server_argv, llama_server_binary
-from ...local.endpoints import Container, start_decision_container
+from ...local.endpoints import Container, start_decision_container, wait_settled
 from ...local.processes import LOOPBACK, free_port, start_child, wait_for_ping
 from ..reliability.servers import START_TIMEOUT_S, Server
 
@@ -33,8 +33,11 @@ def adapter(model: Path, extra_env: dict[str, str] | None = None) -> Iterator[Se
     env = _base_env({"SM_LLAMA_CPP_MODEL": str(model), **(extra_env or {})})
     with tempfile.TemporaryDirectory(prefix="semif-bench-") as logs:
         container = start_decision_container("semif-adapter", env, Path(logs))
-        with _ready(container, "/ping") as running:
-            yield running
+        try:  # settled: the servers started next load beside an idle adapter
+            wait_settled(container, START_TIMEOUT_S)
+            yield Server(container)
+        finally:
+            container.child.stop()
 
 
 @contextlib.contextmanager
