@@ -44,6 +44,10 @@ SLOW_FIXTURES = frozenset({"local_endpoints", "spawn_gateway", "uncached_gateway
                            "matrix_adapter", "decision_image", "local_adapter", "runtime"})
 SLOW_MODULES = frozenset({"adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
                           "cdk/test_cdk_cli.py", "security/test_security_checkov.py"})
+# Slow, yet they never run the model (they pack it, or synthesize and scan every environment): `make test` runs them
+# with the tests that need no model, beside the rest (`without_model`).
+SLOW_WITHOUT_MODEL = frozenset({"cdk/test_cdk_cli.py", "foundation/test_packaging.py",
+                                "security/test_security_checkov.py"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,6 +55,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = item.path.relative_to(REPO / "tests").as_posix()
         if module in SLOW_MODULES or SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        if module in SLOW_WITHOUT_MODEL:
+            item.add_marker(pytest.mark.without_model)
 
 
 @dataclass
