@@ -4,12 +4,11 @@
 # any failure) into a failed run.
 #
 # With no arguments (`make test`, CI) the suite runs as two pytest sessions at once: the tests that run the model
-# (`slow` and not `without_model`) in the foreground, and beside them the rest, in a session of their own whose
-# scheduling group has the least weight (Linux autogroup at nice 19). The rest then takes mostly the CPU the model tests
-# leave idle while they wait on a server, a socket or a signal: llama.cpp's threads spin at every barrier, so a decode
-# sharing its cores with busy work at the same priority slows down many times over, and at this one by about a tenth
-# (an engine-cache test 14.0 s alone, 15.6 s beside two such busy loops; measured 2026-12-05). Its output goes to a
-# log, shown in full when it fails, else its summary line.
+# (`slow` and not `without_model`) in the foreground, and beside them the rest at the lowest priority
+# (scripts/dev/lowest_priority.sh). The rest then takes mostly the CPU the model tests leave idle while they wait on a
+# server, a socket or a signal: llama.cpp's threads spin at every barrier, so a decode sharing its cores with busy work
+# at its own priority slows down many times over. Its output goes to a log, shown in full when it fails, else its
+# summary line.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -24,8 +23,7 @@ fi
 mkdir -p build
 no_model_log="$PWD/build/tests-without-model.log"
 echo "tests without the model: beside the others, at the lowest priority (log: $no_model_log)"
-setsid sh -c 'echo 19 2>/dev/null >/proc/self/autogroup; exec "$@"' without-model \
-  python -m pytest -m "not slow or without_model" -p no:cacheprovider >"$no_model_log" 2>&1 &
+setsid scripts/dev/lowest_priority.sh python -m pytest -m "not slow or without_model" -p no:cacheprovider >"$no_model_log" 2>&1 &
 no_model=$!
 trap 'kill -TERM -- "-$no_model" 2>/dev/null || true' EXIT
 status=0

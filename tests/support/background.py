@@ -1,11 +1,7 @@
 """Subprocess work a later test needs, begun when the session's first test starts and run at the lowest CPU priority:
 in a session of its own whose scheduling group has the least weight (nice 19), under Linux's SCHED_IDLE.
 
-Both halves matter. SCHED_IDLE alone orders tasks only inside one scheduling group, and Linux (`autogroup`, on by
-default) makes each session a group and shares the CPU between groups first: the adapters and servers a test starts
-are sessions of their own, so idle-priority work left in pytest's session still took half the CPU from them (an
-adapter's start 2.3 s alone, 21-45 s beside two SCHED_IDLE busy loops in another session, 2.3 s when those loops'
-group had nice 19; measured 2026-12-05). Where autogroup is off, SCHED_IDLE alone does it.
+How low, and why both a group of its own at nice 19 and SCHED_IDLE: scripts/dev/lowest_priority.sh.
 
 The suite keeps its 2 cores about two-thirds busy: the model tests leave one idle while they wait on a server, a
 socket or a signal. Work begun here takes only those idle moments, and when its own test comes, often minutes later,
@@ -36,9 +32,8 @@ _waited_for = threading.Event()
 
 
 # A new session (so a scheduling group of its own), that group at nice 19, then SCHED_IDLE; each inherited by the
-# command's children. A system without /proc/self/autogroup keeps the SCHED_IDLE.
-LOWEST_PRIORITY = ("setsid", "sh", "-c", 'echo 19 2>/dev/null >/proc/self/autogroup; exec chrt --idle 0 "$@"',
-                   "background")
+# command's children.
+LOWEST_PRIORITY = ("setsid", str(Path(__file__).resolve().parents[2] / "scripts" / "dev" / "lowest_priority.sh"))
 
 
 def priority() -> tuple[str, ...]:
@@ -62,8 +57,12 @@ def take(name: str, run_here: Callable[[], Any], timeout_s: float) -> Any:
 
 def _hurry() -> None:
     """A test waits for background work: its processes get back the normal priority, so that other load on the
-    machine (not ours) does not starve them. Without the right to raise a priority they stay as they are."""
+    machine (not ours) does not starve them. Without the right to raise a priority they stay as they are; so they do
+    where the waiting session is itself at the lowest (`make test`'s tests without the model: scripts/dev/run_tests.sh),
+    where raising them would set them above it, beside the model tests."""
     _waited_for.set()
+    if os.sched_getscheduler(0) == os.SCHED_IDLE:
+        return
     for pid in descendants(os.getpid()):
         with contextlib.suppress(OSError):
             if os.sched_getscheduler(pid) == os.SCHED_IDLE:
