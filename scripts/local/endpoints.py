@@ -108,8 +108,9 @@ def start_decision_container(name: str, env: Mapping[str, str], log_dir: Path,
 
 def wait_settled(container: Container, timeout_s: float) -> None:
     """A decision container's /ping 200 and, on our engine, its partial-reuse probe done (its first job after that
-    200, ~1.5 s): whatever starts next then loads beside an idle adapter. Two decodes at once on 2 cores take many
-    times longer than in turn (llama.cpp's threads spin at each barrier): two adapters' starts 28 s, one 2.7 s."""
+    200, 0.75 s here idle): whatever starts next then loads beside an idle adapter. Two decodes at once on 2 cores
+    take many times longer than in turn (llama.cpp's threads spin at each barrier): two adapters' starts 28 s, one
+    2.7 s."""
     deadline = time.monotonic() + timeout_s
     wait_for_ping(container.child, f"{container.url}/ping", timeout_s)
 
