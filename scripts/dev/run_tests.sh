@@ -25,7 +25,11 @@ no_model_log="$PWD/build/tests-without-model.log"
 echo "tests without the model: beside the others, at the lowest priority (log: $no_model_log)"
 setsid scripts/dev/lowest_priority.sh python -m pytest -m "not slow or without_model" -p no:cacheprovider >"$no_model_log" 2>&1 &
 no_model=$!
-trap 'kill -TERM -- "-$no_model" 2>/dev/null || true' EXIT
+# Whatever ends this script (an error, Ctrl-C: pytest exits 2 on it, and bash runs the INT trap once it has) ends that
+# session too; it is in a session of its own, so a terminal's Ctrl-C does not reach it.
+stop_no_model() { kill -TERM -- "-$no_model" 2>/dev/null || true; }
+trap stop_no_model EXIT
+trap 'stop_no_model; exit 130' INT TERM
 status=0
 python -m pytest -m "slow and not without_model" || status=$?
 no_model_status=0
