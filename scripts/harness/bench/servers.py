@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ...local.chat_container import llama_server_argv, llama_server_binary
@@ -33,11 +33,9 @@ def adapter(model: Path, extra_env: dict[str, str] | None = None) -> Iterator[Se
     env = _base_env({"SM_LLAMA_CPP_MODEL": str(model), **(extra_env or {})})
     with tempfile.TemporaryDirectory(prefix="semif-bench-") as logs:
         container = start_decision_container("semif-adapter", env, Path(logs))
-        try:  # settled: the servers started next load beside an idle adapter
-            wait_settled(container, START_TIMEOUT_S)
-            yield Server(container)
-        finally:
-            container.child.stop()
+        # settled, not only ready: the servers started next load beside an idle adapter
+        with _ready(container, lambda started: wait_settled(started, START_TIMEOUT_S)) as running:
+            yield running
 
 
 @contextlib.contextmanager
@@ -50,15 +48,17 @@ def llama_server(model: Path, threads: int, settings: dict[str, str] | None = No
     argv = llama_server_argv(llama_server_binary(), env, port)
     with tempfile.TemporaryDirectory(prefix="semif-bench-") as logs:
         child = start_child("llama-server", argv, env, log_path=Path(logs) / "llama-server.log")
-        with _ready(Container("llama-server", child, f"http://{LOOPBACK}:{port}"), "/health") as running:
+        container = Container("llama-server", child, f"http://{LOOPBACK}:{port}")
+        with _ready(container, lambda started: wait_for_ping(started.child, started.url + "/health",
+                                                             START_TIMEOUT_S)) as running:
             yield running
 
 
 @contextlib.contextmanager
-def _ready(container: Container, health: str) -> Iterator[Server]:
-    """Wait until `health` answers 200, hand the server over, always stop it."""
+def _ready(container: Container, wait: Callable[[Container], object]) -> Iterator[Server]:
+    """`wait` for the server, hand it over, always stop it."""
     try:
-        wait_for_ping(container.child, container.url + health, START_TIMEOUT_S)
+        wait(container)
         yield Server(container)
     finally:
         container.child.stop()
