@@ -13,13 +13,14 @@ import os
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import background
 
 from semif_sagemaker.cli import commands
 
@@ -49,31 +50,50 @@ class Venv:
                               check=False)
 
 
-def pip(*args: str | Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *map(str, args)],
+def pip(*args: str | Path, priority: Sequence[str] = ()) -> None:
+    result = subprocess.run([*priority, sys.executable, "-m", "pip", "--disable-pip-version-check", *map(str, args)],
                             capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
-def fresh_venv(root: Path, *requirements: str | Path) -> Venv:
-    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=PIP_TIMEOUT_S)
+def fresh_venv(root: Path, *requirements: str | Path, priority: Sequence[str] = ()) -> Venv:
+    subprocess.run([*priority, sys.executable, "-m", "venv", str(root)], check=True, timeout=PIP_TIMEOUT_S)
     venv = Venv(root)
-    result = venv.run(["pip", "install", "--quiet", "--disable-pip-version-check", *map(str, requirements)],
-                      cwd=root, timeout=PIP_TIMEOUT_S)
+    result = venv.run([*priority, str(venv.bin / "pip"), "install", "--quiet", "--disable-pip-version-check",
+                       *map(str, requirements)], cwd=root, timeout=PIP_TIMEOUT_S)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return venv
 
 
-@pytest.fixture(scope="session")
-def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Both wheels, built offline with this venv's setuptools."""
-    out = tmp_path_factory.mktemp("wheels")
-    with ThreadPoolExecutor(max_workers=2) as pool:  # each pip is one process on one core: the two side by side
-        list(pool.map(lambda project: pip("wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", out, project),
+@dataclass(frozen=True)
+class Installed:
+    wheels: dict[str, Path]
+    venvs: dict[str, Venv]
+
+
+def wheels_and_venvs(out: Path, priority: Callable[[], tuple[str, ...]] = tuple) -> Installed:
+    """Both wheels, built offline with this venv's setuptools, then the toolkit's venv and the client's alone (with
+    boto3). Two at a time: each pip is one process on one core."""
+    wheel_dir = out / "wheels"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda project: pip("wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", wheel_dir,
+                                          project, priority=priority()),
                       (REPO, REPO / "clients" / "python")))
-    found = {path.name.split("-")[0]: path for path in out.glob("*.whl")}
-    assert set(found) == {"semif_sagemaker", "semif_decision_client"}, found
-    return found
+        found = {path.name.split("-")[0]: path for path in wheel_dir.glob("*.whl")}
+        assert set(found) == {"semif_sagemaker", "semif_decision_client"}, found
+        made = {"toolkit": (out / "toolkit-venv", found["semif_sagemaker"]),
+                "client": (out / "client-venv", "boto3", found["semif_decision_client"])}
+        futures = {name: pool.submit(lambda args: fresh_venv(*args, priority=priority()), args)
+                   for name, args in made.items()}
+        return Installed(found, {name: future.result() for name, future in futures.items()})
+
+
+def begin_in_background(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The wheels and venvs begin with the session, at the lowest priority (tests/support/background.py): the same
+    pip runs, only earlier, on the core the model tests leave idle. In the checkout they write only setuptools' build/
+    and *.egg-info (ignored by git), which no other test builds or reads."""
+    out = tmp_path_factory.mktemp("installed")
+    background.begin("installed-wheels", lambda: wheels_and_venvs(out, background.priority))
 
 
 @pytest.fixture(scope="session")
@@ -83,13 +103,20 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def venvs(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Venv]:
-    """The toolkit's venv and the client's alone, made side by side (pip is one process on one core)."""
-    made = {"toolkit": (tmp_path_factory.mktemp("toolkit-venv") / "venv", wheels["semif_sagemaker"]),
-            "client": (tmp_path_factory.mktemp("client-venv") / "venv", "boto3", wheels["semif_decision_client"])}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(fresh_venv, *args) for name, args in made.items()}
-        return {name: future.result() for name, future in futures.items()}
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    made: Installed = background.take(
+        "installed-wheels", lambda: wheels_and_venvs(tmp_path_factory.mktemp("installed")), timeout_s=PIP_TIMEOUT_S)
+    return made
+
+
+@pytest.fixture(scope="session")
+def wheels(installed: Installed) -> dict[str, Path]:
+    return installed.wheels
+
+
+@pytest.fixture(scope="session")
+def venvs(installed: Installed) -> dict[str, Venv]:
+    return installed.venvs
 
 
 @pytest.fixture(scope="session")
@@ -116,9 +143,11 @@ def test_toolkit_installs_under_its_own_names_with_its_data(toolkit: Venv) -> No
 def test_semif_help_and_every_subcommand_help(toolkit: Venv, outside: Path) -> None:
     top = toolkit.run(["semif", "--help"], outside)
     assert top.returncode == 0, top.stderr
-    for name in commands().owners:
+    names = list(commands().owners)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each is one Python starting on one core
+        helps = list(pool.map(lambda name: toolkit.run(["semif", name, "--help"], outside), names))
+    for name, result in zip(names, helps, strict=True):
         assert f"  {name} " in top.stdout, name
-        result = toolkit.run(["semif", name, "--help"], outside)
         assert result.returncode == 0, f"semif {name} --help: {result.stderr}"
         assert result.stdout.startswith(f"usage: semif {name}"), result.stdout[:200]
         assert "examples:" in result.stdout and f"semif {name} " in result.stdout.split("examples:")[1], name

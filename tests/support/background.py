@@ -7,9 +7,9 @@ The suite keeps its 2 cores about two-thirds busy: the model tests leave one idl
 socket or a signal. Work begun here takes only those idle moments, and when its own test comes, often minutes later,
 the result is there. When it is not, the test waits for it and its processes get back the normal priority.
 
-Only for work that touches nothing but its own output directory (made before it begins: pytest's temporary
-directories are not thread-safe): no model, no server, no timing, no file in the checkout. A test module opts in with
-`begin_in_background(tmp_path_factory)`, called (by tests/conftest.py) only when one of its tests is selected; its
+Only for work that writes nothing but its own output directory (made before it begins: pytest's temporary
+directories are not thread-safe) and files no other test reads: no model, no server, no timing. A test module opts in
+with `begin_in_background(tmp_path_factory)`, called (by tests/conftest.py) only when one of its tests is selected; its
 fixture then takes the result with `take(name, run_here, timeout_s)`, which runs the work in the foreground instead
 when nothing was begun.
 """

