@@ -48,6 +48,9 @@ SLOW_MODULES = frozenset({"adapter/test_branches.py", "adapter/test_engine_cache
 # with the tests that need no model, beside the rest (`without_model`).
 SLOW_WITHOUT_MODEL = frozenset({"cdk/test_cdk_cli.py", "foundation/test_packaging.py",
                                 "security/test_security_checkov.py"})
+# Slow, and everything of the model they run runs on one thread: no decode of theirs waits at a barrier for a thread
+# that busier processes keep off its core, so `make test` runs them beside the model tests too (`one_thread`).
+ON_ONE_THREAD = frozenset({"bench/test_bench_quick.py"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -57,6 +60,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         if module in SLOW_WITHOUT_MODEL:
             item.add_marker(pytest.mark.without_model)
+        if module in ON_ONE_THREAD:
+            item.add_marker(pytest.mark.one_thread)
 
 
 @dataclass

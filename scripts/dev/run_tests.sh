@@ -3,11 +3,12 @@
 # checker, then pytest with the arguments given. pytest exits 5 when it collects nothing; `set -e` turns that (and
 # any failure) into a failed run.
 #
-# With no arguments (`make test`, CI) the suite runs as two pytest sessions at once: the tests that run the model
-# (`slow` and not `without_model`) in the foreground, and beside them the rest at the lowest priority
-# (scripts/dev/lowest_priority.sh). The rest then takes mostly the CPU the model tests leave idle while they wait on a
-# server, a socket or a signal: llama.cpp's threads spin at every barrier, so a decode sharing its cores with busy work
-# at its own priority slows down many times over. Its output goes to a log, shown in full when it fails, else its
+# With no arguments (`make test`, CI) the suite runs as two pytest sessions at once: the tests that run the model on
+# every core (`slow`, not `without_model` nor `one_thread`) in the foreground, and beside them the rest at the lowest
+# priority (scripts/dev/lowest_priority.sh). The rest then takes mostly the CPU the model tests leave idle while they
+# wait on a server, a socket or a signal: llama.cpp's threads spin at every barrier, so a decode sharing its cores with
+# busy work at its own priority slows down many times over (and one of several threads at the lowest priority stalls
+# the others: hence only single-threaded model work goes beside). Its output goes to a log, shown in full when it fails, else its
 # summary line.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +24,8 @@ fi
 mkdir -p build
 no_model_log="$PWD/build/tests-without-model.log"
 echo "tests without the model: beside the others, at the lowest priority (log: $no_model_log)"
-setsid scripts/dev/lowest_priority.sh python -m pytest -m "not slow or without_model" -p no:cacheprovider >"$no_model_log" 2>&1 &
+setsid scripts/dev/lowest_priority.sh python -m pytest -m "not slow or without_model or one_thread" \
+  -p no:cacheprovider >"$no_model_log" 2>&1 &
 no_model=$!
 # Whatever ends this script (an error, Ctrl-C: pytest exits 2 on it, and bash runs the INT trap once it has) ends that
 # session too; it is in a session of its own, so a terminal's Ctrl-C does not reach it.
@@ -31,7 +33,7 @@ stop_no_model() { kill -TERM -- "-$no_model" 2>/dev/null || true; }
 trap stop_no_model EXIT
 trap 'stop_no_model; exit 130' INT TERM
 status=0
-python -m pytest -m "slow and not without_model" || status=$?
+python -m pytest -m "slow and not without_model and not one_thread" || status=$?
 no_model_status=0
 wait "$no_model" || no_model_status=$?
 trap - EXIT

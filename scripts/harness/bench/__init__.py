@@ -1,6 +1,6 @@
 """Decision latency and throughput against the floor and the alternatives, in one run on one machine.
 
-    semif bench [--model PATH] [--quick] [--out DIR] [--variant-lib DIR] [--variant-env NAME=VALUE]
+    semif bench [--model PATH] [--quick] [--threads N] [--out DIR] [--variant-lib DIR] [--variant-env NAME=VALUE]
 
 The adapter runs as the real `container/serve serve` process and the chat path
 as the real llama-server, both on loopback; the floor (raw llama_decode of the
@@ -36,6 +36,8 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument("--model", type=Path, help="GGUF file (default: the embedded SmolLM2-135M)")
     parser.add_argument("--quick", action="store_true", help="every phase in its smallest form (a few minutes)")
     parser.add_argument("--out", type=Path, help="output directory (default docs/bench; --quick: build/bench-quick)")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="every model and server of the run on N threads (default: the adapter's, from the CPUs)")
     parser.add_argument("--skip-chat", action="store_true", help="no llama-server answering as chat")
     parser.add_argument("--skip-server", action="store_true", help="no llama-server scoring through /completion")
     parser.add_argument("--skip-memory", action="store_true", help="no memory phase (10,000 states in a full run)")

@@ -75,6 +75,12 @@ class Config:
     identical_repeats: int
     memory: Memory
     knobs: tuple[Knob, ...] = field(default=())
+    threads: int | None = None  # --threads: every model and server of the run on this many (None: their defaults)
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """The SM_LLAMA_CPP_* settings every model of the run opens with and every server starts with."""
+        return {} if self.threads is None else {"SM_LLAMA_CPP_THREADS": str(self.threads)}
 
     def numbered(self) -> list[tuple[int, Scenario]]:
         """Scenarios with the ordinal that fixes their requests, the same in every phase."""

@@ -79,8 +79,10 @@ def variant_floors(model: Path, config: configs.Config, overrides: dict[str, str
     env = {key: value for key, value in os.environ.items() if key != "LLAMA_CPP_LIB_PATH"}
     with tempfile.TemporaryDirectory(prefix="semif-bench-") as scratch:
         out = Path(scratch) / "floors.json"
-        command = [sys.executable, "-m", __package__, "--model", str(model), "--floor-json", str(out)]
-        subprocess.run([*command, *(["--quick"] if config.quick else [])], env={**env, **overrides}, check=True)
+        command = [sys.executable, "-m", __package__, "--model", str(model), "--floor-json", str(out),
+                   *(["--quick"] if config.quick else []),
+                   *(["--threads", str(config.threads)] if config.threads else [])]
+        subprocess.run(command, env={**env, **overrides}, check=True)
         return json.loads(out.read_text())
 
 
@@ -96,15 +98,16 @@ def served_phases(results: dict[str, Any], phases: Phases, model: Path, config: 
                   *, with_chat: bool, with_server: bool) -> None:
     """Everything that needs the servers: all up for the whole time, idle when not measured."""
     with contextlib.ExitStack() as stack:
-        adapter = stack.enter_context(servers.adapter(model, {"SEMIF_QUEUE_SIZE": str(config.queue_size)}))
+        adapter = stack.enter_context(servers.adapter(model, {**config.settings,
+                                                              "SEMIF_QUEUE_SIZE": str(config.queue_size)}))
         results["adapter_ready"] = adapter.ready_fields()
         threads = int(results["adapter_ready"].get("threads") or cpu_quota())
         chat = stack.enter_context(servers.llama_server(model, threads)) if with_chat else None
         server = stack.enter_context(servers.llama_server(model, threads, completion.SETTINGS)) \
             if with_server else None
-        inproc = Model.open(model, {})
+        inproc = Model.open(model, config.settings)
         stack.callback(inproc.close)
-        serial_model = Model.open(model, {})  # the serial-prefix mode's own context: nothing else touches it
+        serial_model = Model.open(model, config.settings)  # the serial-prefix mode's own context: nothing else uses
         stack.callback(serial_model.close)
         serial = SerialPrefix(serial_model)
         # the traffic floor: contexts of its own on the in-process model, one per adapter worker
@@ -149,9 +152,11 @@ def bench(args: argparse.Namespace) -> int:
     config = configs.quick() if args.quick else configs.full()
     if args.memory_states:
         config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, states=args.memory_states))
+    if args.threads:
+        config = dataclasses.replace(config, threads=args.threads)
     model = (args.model or embedded_model_path()).resolve()
     if args.floor_json:
-        opened = Model.open(model, {})
+        opened = Model.open(model, config.settings)
         try:
             args.floor_json.write_text(json.dumps(floor_sets([opened], config, [not config.quick])[0]))
         finally:

@@ -53,7 +53,8 @@ def memory_phase(model_path: Path, context_bytes: int, config: Config) -> dict[s
     """RSS of an adapter with a small prefix cache, read while it answers `states` decisions about distinct
     states (JSON Lines batches), against SEMIF_CACHE_BYTES + model file + the KV cache of each worker's context."""
     memory = config.memory
-    env = {"SEMIF_CACHE_BYTES": str(memory.cache_bytes), "SEMIF_QUEUE_SIZE": str(max(32, memory.batch))}
+    env = {**config.settings, "SEMIF_CACHE_BYTES": str(memory.cache_bytes),
+           "SEMIF_QUEUE_SIZE": str(max(32, memory.batch))}
     batches = -(-memory.states // memory.batch)
     every = max(1, batches // memory.checkpoints)
     readings: list[dict[str, int]] = []

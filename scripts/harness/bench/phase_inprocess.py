@@ -69,7 +69,7 @@ def knob_phase(model_path: Path, config: Config) -> list[dict[str, Any]]:
     models: list[Model] = []
     try:
         for knob in config.knobs:
-            models.append(Model.open(model_path, knob.env))
+            models.append(Model.open(model_path, {**config.settings, **knob.env}))
         floors = floor_sets(models, config, [knob.long for knob in config.knobs])
         return [{"label": knob.label, "env": knob.env, "threads": model.settings.threads,
                  "flash_attn": model.settings.flash_attn.name.lower(), "ubatch": model.runtime.n_ubatch, **floor}
