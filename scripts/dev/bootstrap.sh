@@ -66,8 +66,9 @@ llama_built() { [ -e "$llama_bin/llama-server" ]; }
 
 # The checkout's own venv: a copy of the cached one with its pinned packages (seconds, where pip takes about
 # 100 s), then the checkout's two packages installed editable into it. The copy is of hard links where the cache is on
-# the same file system (1 s for its 1.3 GB; a full copy took 10-17 s): safe, as whatever changes a venv's file (sed -i
-# below, pip, Python's .pyc writes) writes a new file and renames it over the old, leaving the cached one as it was.
+# the same file system (1 s for its 1.3 GB; a full copy took 10-17 s): what changes a venv's file (sed -i below, pip,
+# Python's .pyc writes) writes a new file and renames it over the old, leaving the cached one as it was. The one file
+# written in place, the key file, is unlinked first: writing through the link had marked the cache stale.
 packages_key=$(fingerprint requirements.txt requirements-dev.txt container/requirements.txt \
   <(echo "$SMOLLM_WHEEL") <("$PYTHON" --version))
 venv_key=$(fingerprint <(echo "$packages_key") pyproject.toml container/pyproject.toml)
@@ -75,6 +76,7 @@ packages="$CACHE_DIR/venvs/dev-${packages_key:0:16}"
 copy_packages_into_venv() {
   rm -rf "$VENV"
   cp -al "$packages" "$VENV" 2>/dev/null || { rm -rf "$VENV"; cp -a "$packages" "$VENV"; }
+  rm -f "$VENV/.requirements.sha256"
   # A venv names its own path in its scripts' #! lines and activate files: point them at the copy.
   grep -rlIZ --fixed-strings "$packages" "$VENV/bin" "$VENV/pyvenv.cfg" | xargs -0 -r sed -i "s|$packages|$PWD/$VENV|g"
   "$VENV/bin/pip" install --disable-pip-version-check --no-deps -e container -e .
