@@ -45,7 +45,8 @@ SLOW_FIXTURES = frozenset({"local_endpoints", "spawn_gateway", "uncached_gateway
 SLOW_MODULES = frozenset({"adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
                           "cdk/test_cdk_cli.py", "security/test_security_checkov.py"})
 # Slow, yet they never run the model (they pack it, or synthesize and scan every environment): `make test` runs them
-# with the tests that need no model, beside the rest (`without_model`).
+# with the tests that need no model, beside the rest (`without_model`; a test of another module can carry the marker
+# itself, such as an adapter start refused before llama.cpp loads anything).
 SLOW_WITHOUT_MODEL = frozenset({"cdk/test_cdk_cli.py", "foundation/test_packaging.py",
                                 "security/test_security_checkov.py"})
 # Slow, and everything of the model they run runs on one thread: no decode of theirs waits at a barrier for a thread

@@ -70,6 +70,7 @@ def test_model_dir_discovery_port_variable_and_cli_flags(start_adapter, tmp_path
     overridden.wait_ready()
 
 
+@pytest.mark.without_model  # refused before llama.cpp loads anything
 def test_unknown_command_is_refused(start_adapter):
     process = start_adapter({}, ("train",))
     assert process.wait_exit(30) == 2
@@ -90,21 +91,25 @@ def startup_failure(start_adapter, env: dict[str, str]) -> str:
     return json.loads(failures[0])["event"]
 
 
+@pytest.mark.without_model  # refused before llama.cpp loads anything
 def test_startup_fails_clearly_without_a_model(start_adapter, tmp_path):
     assert "no model .gguf file" in startup_failure(start_adapter, {"SM_MODEL_DIR": str(tmp_path)})
 
 
+@pytest.mark.without_model  # refused before llama.cpp loads anything
 def test_startup_fails_clearly_with_two_models(start_adapter, tmp_path):
     for name in ("a.gguf", "b.gguf"):
         (tmp_path / name).symlink_to(embedded_model_path())
     assert "2 models found" in startup_failure(start_adapter, {"SM_MODEL_DIR": str(tmp_path)})
 
 
+@pytest.mark.without_model  # refused before llama.cpp loads anything
 def test_startup_fails_clearly_with_wrong_magic(start_adapter, tmp_path):
     (tmp_path / "model.gguf").write_bytes(b"\x00" * 1024)
     assert "GGUF magic" in startup_failure(start_adapter, {"SM_MODEL_DIR": str(tmp_path)})
 
 
+@pytest.mark.without_model  # refused before llama.cpp loads anything
 def test_startup_fails_clearly_with_a_truncated_model(start_adapter, tmp_path):
     truncated = tmp_path / "model.gguf"
     with embedded_model_path().open("rb") as source:
@@ -113,17 +118,20 @@ def test_startup_fails_clearly_with_a_truncated_model(start_adapter, tmp_path):
     assert "truncated" in message and "bytes missing" not in message and "missing)" in message
 
 
+@pytest.mark.without_model  # refused before llama.cpp loads anything
 def test_startup_refuses_a_model_that_is_not_the_pinned_one(start_adapter):
     env = {"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_MODEL_SHA256": "0" * 64}
     message = startup_failure(start_adapter, env)
     assert "does not match SEMIF_MODEL_SHA256" in message and "hashed in" in message
 
 
+@pytest.mark.without_model  # refused before llama.cpp loads anything
 def test_startup_fails_clearly_with_an_unreadable_model(start_adapter, tmp_path):
     missing = tmp_path / "gone.gguf"
     assert "does not exist" in startup_failure(start_adapter, {"SM_LLAMA_CPP_MODEL": str(missing)})
 
 
+@pytest.mark.without_model  # refused before llama.cpp loads anything
 def test_bad_setting_is_named_at_startup(start_adapter):
     env = {"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_QUEUE_SIZE": "lots"}
     assert "SEMIF_QUEUE_SIZE" in startup_failure(start_adapter, env)

@@ -321,6 +321,7 @@ def test_nothing_is_left_running_after_sigterm(openjev):
         adapter.stop()
 
 
+@pytest.mark.without_model  # refused before llama-server starts
 @pytest.mark.parametrize(("declared", "message"), [
     ("foo", "llama.decision.type = 'foo' is not a decision type llama.cpp b11434 serves (supported: openjev, lev, "
             "nimble, kev, laya, clef)"),
