@@ -52,17 +52,27 @@ SLOW_WITHOUT_MODEL = frozenset({"cdk/test_cdk_cli.py", "foundation/test_packagin
 # Slow, and everything of the model they run runs on one thread: no decode of theirs waits at a barrier for a thread
 # that busier processes keep off its core, so `make test` runs them beside the model tests too (`one_thread`).
 ON_ONE_THREAD = frozenset({"bench/test_bench_quick.py"})
+# The model in process, decoding most of the time: what loses most beside other work on the machine (memory traffic
+# as much as CPU: the engine-cache tests a third of their speed, the split-class test half, beside `make test`'s other
+# session), so they run last, when that session has most likely finished.
+RUN_LAST = ("adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
+            "bench/test_split_classes.py")
+
+
+def _module(item: pytest.Item) -> str:
+    return item.path.relative_to(REPO / "tests").as_posix()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        module = item.path.relative_to(REPO / "tests").as_posix()
+        module = _module(item)
         if module in SLOW_MODULES or SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
         if module in SLOW_WITHOUT_MODEL:
             item.add_marker(pytest.mark.without_model)
         if module in ON_ONE_THREAD:
             item.add_marker(pytest.mark.one_thread)
+    items.sort(key=lambda item: _module(item) in RUN_LAST)  # stable: every other order kept
 
 
 @dataclass
