@@ -48,8 +48,9 @@ changed between them, in [CHANGELOG.md](../CHANGELOG.md).
 .venv/bin/python -m scripts.harness.bench.benchmarks_page    # this page again, from the files (seconds)
 ```
 
-`--out DIR` writes a run elsewhere (this page reads docs/bench/ only); `--model PATH` measures another GGUF.
-`tests/bench/` runs each benchmark in its quick form so that it keeps working; speed targets live here, never in
+`--out DIR` writes a run elsewhere (this page reads docs/bench/ only); `--model PATH` measures another GGUF;
+`--threads N` puts every model and server of the decision benchmark on N threads. `tests/bench/` runs each benchmark
+in its quick form so that it keeps working (the decision benchmark on one thread); speed targets live here, never in
 tests."""
 
 DECISION_METHOD = """Six systems answer the **same decisions** (one prompt builder, the same tokens): the **floor**, raw
