@@ -52,11 +52,13 @@ SLOW_WITHOUT_MODEL = frozenset({"cdk/test_cdk_cli.py", "foundation/test_packagin
 # Slow, and everything of the model they run runs on one thread: no decode of theirs waits at a barrier for a thread
 # that busier processes keep off its core, so `make test` runs them beside the model tests too (`one_thread`).
 ON_ONE_THREAD = frozenset({"bench/test_bench_quick.py"})
-# The model in process, decoding most of the time: what loses most beside other work on the machine (memory traffic
-# as much as CPU: the engine-cache tests a third of their speed, the split-class test half, beside `make test`'s other
-# session), so they run last, when that session has most likely finished.
+# Decoding most of their time, in process or in the server they wait on: what loses most beside other work on the
+# machine (memory traffic as much as CPU: the engine-cache tests a third of their speed, the split-class test and the
+# image's SIGTERM-under-load test half, beside `make test`'s other session), so they run last, when that session has
+# most likely finished.
 RUN_LAST = ("adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
-            "bench/test_split_classes.py")
+            "bench/test_split_classes.py", "evaluation/test_calibration_roundtrip.py", "image/test_decision_image.py",
+            "local/test_systemone_front_local.py")
 
 
 def _module(item: pytest.Item) -> str:
