@@ -8,8 +8,8 @@
 # priority (scripts/dev/lowest_priority.sh). The rest then takes mostly the CPU the model tests leave idle while they
 # wait on a server, a socket or a signal: llama.cpp's threads spin at every barrier, so a decode sharing its cores with
 # busy work at its own priority slows down many times over (and one of several threads at the lowest priority stalls
-# the others: hence only single-threaded model work goes beside). Its output goes to a log, shown in full when it fails, else its
-# summary line.
+# the others: hence only single-threaded model work goes beside). Its output goes to a log, shown in full when it
+# fails, else its summary line.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
