@@ -152,7 +152,10 @@ class DecisionEngine:
     def enable_mixed_windows(self, probe_tokens: Sequence[int]) -> list[str]:
         """Start-up: let pieces of several sequences share calls under the tile if each branch's rows in one such
         call are, bit for bit, the ones it gets decoded alone (a common part and three branches, two of them sharing
-        an opening). Returns why not (empty: on). Clears the KV cache."""
+        an opening). Returns why not (empty: on). Clears the KV cache.
+
+        The prefix is decoded once and held in sequence 0, as a request finds it, and each run's suffix dropped after
+        it, as a request's is: the probe checks the state a decision is scored in, at a quarter of the prefix's cost."""
         needed = PROBE_PREFIX + PROBE_COMMON + 3 * PROBE_BRANCH
         if len(probe_tokens) < needed:
             return [f"{len(probe_tokens)} probe tokens, {needed} needed"]
@@ -164,13 +167,20 @@ class DecisionEngine:
         reads = [{i: ids for i in range(PROBE_BRANCH)} for _ in branches]
         nodes = branch_trie(branches, reads)
         pieces = self._branch_pieces(PROBE_PREFIX, common, {}, len(branches), nodes)
-        together = member_rows(nodes, self._probe_decode(prefix, len(branches), pieces), reads, start)
+        self._forget()
+        try:
+            with self._working():
+                self._decode([Piece(0, 0, prefix, {}, -1)])
+                together = member_rows(nodes, self._after_prefix(len(branches), pieces), reads, start)
+                alone = [self._after_prefix(1, [Piece(0, PROBE_PREFIX, [*common, *branch],
+                                                      {PROBE_COMMON + i: ids for i in range(PROBE_BRANCH)}, 0)])[0]
+                         for branch in branches]
+        finally:
+            self._forget()
         problems = []
-        for k, branch in enumerate(branches):
-            alone = self._probe_decode(prefix, 1, [Piece(0, PROBE_PREFIX, [*common, *branch],
-                                                          {PROBE_COMMON + i: ids for i in range(PROBE_BRANCH)}, 0)])
+        for k, rows in enumerate(alone):
             moved = [abs(together[k][pos - start].log_normalizer - row.log_normalizer)
-                     for pos, row in alone[0].items()
+                     for pos, row in rows.items()
                      if not (np.array_equal(together[k][pos - start].values, row.values)
                              and together[k][pos - start].log_normalizer == row.log_normalizer)]
             if moved:
@@ -179,17 +189,15 @@ class DecisionEngine:
         self.mixed = not problems
         return problems
 
-    def _probe_decode(self, prefix: Sequence[int], sequences: int, pieces: list[Piece]) -> dict[int, dict[int, Row]]:
-        """`pieces` in one call after `prefix`, which every sequence holds, on an otherwise empty cache."""
-        self._forget()
+    def _after_prefix(self, sequences: int, pieces: list[Piece]) -> dict[int, dict[int, Row]]:
+        """`pieces` in one call after the prefix sequence 0 holds (`PROBE_PREFIX` tokens), given to `sequences`
+        sequences; the cache holds only that prefix again after it."""
+        for seq in range(1, sequences):
+            llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
         try:
-            with self._working():
-                self._decode([Piece(0, 0, prefix, {}, -1)])
-                for seq in range(1, sequences):
-                    llama_cpp.llama_memory_seq_cp(self.context.memory, 0, seq, -1, -1)
-                return self._decode(pieces)
+            return self._decode(pieces)
         finally:
-            self._forget()
+            self._drop_after(sequences, PROBE_PREFIX)
 
     def split_decode(self, tokens: Sequence[int], splits: Sequence[int]) -> np.ndarray:
         """The last token's logits after decoding `tokens` from an empty cache in calls starting at `splits`."""
@@ -341,9 +349,13 @@ class DecisionEngine:
                          for tag, node in enumerate(nodes)]
 
     def _drop_suffix(self, branches: int) -> None:
-        for seq in range(1, branches):
+        self._drop_after(branches, self._live_tokens())
+
+    def _drop_after(self, sequences: int, prefix: int) -> None:
+        """Leave only sequence 0's cells [0, prefix): sequences 1.. and whatever sequence 0 holds after them go."""
+        for seq in range(1, sequences):
             llama_cpp.llama_memory_seq_rm(self.context.memory, seq, -1, -1)
-        llama_cpp.llama_memory_seq_rm(self.context.memory, 0, self._live_tokens(), -1)
+        llama_cpp.llama_memory_seq_rm(self.context.memory, 0, prefix, -1)
 
     # -- decoding --------------------------------------------------------------------------------------
     def _decode_packed(self, pieces: list[Piece]) -> dict[int, dict[int, Row]]:
