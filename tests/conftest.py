@@ -56,6 +56,16 @@ ON_ONE_THREAD = frozenset({"bench/test_bench_quick.py"})
 # machine (memory traffic as much as CPU: the engine-cache tests a third of their speed, the split-class test and the
 # image's SIGTERM-under-load test half, beside `make test`'s other session), so they run last, when that session has
 # most likely finished.
+# The other way round: what keeps about one core busy (waiting on a server, a socket, a subprocess or its own Python)
+# runs first, and so does the benchmark beside it, whose one thread then finds that idle core; the model tests that
+# decode on both cores come after, when the other session's heaviest work is done.
+RUN_FIRST = ("bench/test_bench_quick.py", "bench/test_cold_start.py", "cdk/test_cdk_artifact.py",
+             "foundation/test_conversion.py", "image/test_native_engine_image.py", "local/test_batch_cli.py",
+             "local/test_batch_transform.py", "local/test_chat_container.py", "local/test_demo.py",
+             "local/test_evaluate_local.py", "local/test_lifecycle.py", "local/test_openai_batch.py",
+             "local/test_smoke_cli.py", "local/test_systemone_gateway.py", "reliability/test_chat_front.py",
+             "reliability/test_faults.py", "reliability/test_generated_inputs.py", "reliability/test_hostile_inputs.py",
+             "reliability/test_load.py", "sdk/test_sagemaker_sdk.py")
 RUN_LAST = ("adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
             "bench/test_split_classes.py", "evaluation/test_calibration_roundtrip.py", "image/test_decision_image.py",
             "local/test_systemone_front_local.py")
@@ -63,6 +73,11 @@ RUN_LAST = ("adapter/test_branches.py", "adapter/test_engine_caches.py", "adapte
 
 def _module(item: pytest.Item) -> str:
     return item.path.relative_to(REPO / "tests").as_posix()
+
+
+def _rank(item: pytest.Item) -> int:
+    module = _module(item)
+    return 0 if module in RUN_FIRST else 2 if module in RUN_LAST else 1
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -74,7 +89,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.without_model)
         if module in ON_ONE_THREAD:
             item.add_marker(pytest.mark.one_thread)
-    items.sort(key=lambda item: _module(item) in RUN_LAST)  # stable: every other order kept
+    items.sort(key=_rank)  # stable: every other order kept
 
 
 @dataclass
