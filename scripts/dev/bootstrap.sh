@@ -79,7 +79,8 @@ copy_packages_into_venv() {
   rm -f "$VENV/.requirements.sha256"
   # A venv names its own path in its scripts' #! lines and activate files: point them at the copy.
   grep -rlIZ --fixed-strings "$packages" "$VENV/bin" "$VENV/pyvenv.cfg" | xargs -0 -r sed -i "s|$packages|$PWD/$VENV|g"
-  "$VENV/bin/pip" install --disable-pip-version-check --no-deps -e container -e .
+  # The venv's own pinned setuptools builds them (no isolated build env to set up each time: 1.8 s, not 5.5 s).
+  "$VENV/bin/pip" install --disable-pip-version-check --no-deps --no-build-isolation -e container -e .
   # The editable install serves the installed names (semif_sagemaker.tools, .cdk); the checkout's own `scripts`
   # and `stacks` packages stay importable from any directory, as the tests and `python -m scripts.X` use them.
   "$VENV/bin/python" -c 'import site, sys; open(site.getsitepackages()[0] + "/semif-checkout.pth", "w").write(sys.argv[1] + "\n")' "$PWD"

@@ -25,8 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..engine.batch_decoder import DecodeAbortedError
 from ..engine.integrity import digest
-from ..engine.kv_engine import DecisionEngine, DecodeAbortedError, worker_engines
+from ..engine.kv_engine import DecisionEngine, worker_engines
 from ..engine.llama_runtime import LlamaRuntime
 from ..engine.prefix_cache import PrefixCache, default_budget
 from ..engine.tokens import PromptTokenizer, check_exact
