@@ -31,7 +31,7 @@ from scripts.dev.decision_models import decision_model, write_decision_model
 from scripts.harness.bench.native import DirectServer, native_arguments
 from scripts.harness.reliability.rawhttp import read_response
 from scripts.local.processes import wait_until
-from semif_adapter.core.native_service import WARMUP_REQUEST
+from semif_adapter.core.native_service import CALL_TIMEOUT_SECONDS, WARMUP_REQUEST
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.engine.embedded_model import embedded_model_path
 
@@ -213,6 +213,34 @@ def test_a_native_server_killed_mid_request_is_a_503_then_it_is_restarted(pair):
         time.sleep(0.1)
     again = client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS})
     assert again.status_code == 200, again.text
+
+
+@pytest.mark.one_thread  # one decode thread, and mostly a wait: it runs beside the model tests (tests/conftest.py)
+def test_a_hung_native_server_is_a_503_then_it_is_killed_and_restarted(openjev):
+    """llama-server stopped (SIGSTOP: its socket stays open, nothing answers): the request in flight gets the door's
+    503 once the watchdog has missed HEALTH_FAILURES_TO_RESTART answers to /health (about 20 s, never the 60 s call
+    timeout), the hung process is killed and reaped, not left behind, and a new one serves."""
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SM_LLAMA_CPP_THREADS": "1"})
+    try:
+        adapter.wait_ready()
+        hung = native_log(adapter)["pid"]
+        os.kill(hung, signal.SIGSTOP)
+        with httpx.Client(base_url=adapter.url, timeout=CALL_TIMEOUT_SECONDS + 30) as client:
+            answered = client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS})
+            assert answered.status_code == 503, answered.text
+            assert answered.json()["detail"]["error_type"] == "service_unavailable"
+            assert '"native decision server stopped answering /health; restarting"' in adapter.logs()
+            with pytest.raises(ProcessLookupError):
+                os.kill(hung, 0)  # SIGKILLed and reaped before the restart began
+
+            def serves() -> bool:
+                return client.get("/ping").status_code == 200 and client.post(
+                    "/v1/systemone", json={"state": STATE, "questions": QUESTIONS}).status_code == 200
+
+            wait_until(serves, timeout_s=START_TIMEOUT, what="a new native server answering")
+        assert adapter.logs().count('"native decision server ready"') == 2
+    finally:
+        adapter.stop()
 
 
 def test_a_slow_native_start_keeps_ping_at_503_until_it_answers(openjev, tmp_path):

@@ -11,6 +11,7 @@ adapter exits, so SageMaker replaces the instance rather than keep routing to on
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import http.client
 import json
@@ -186,7 +187,7 @@ class NativeServer:
             reason = f"exited with {process.returncode}" if exited else "stopped answering /health"
             LOG.error("native decision server %s; restarting", reason,
                       extra={"fields": {"pid": process.pid, "last_lines": self.last_lines()}})
-            self._kill(process)
+            self._kill(process, hung=not exited)
             failures = 0
             if not self._restart():
                 return
@@ -219,12 +220,14 @@ class NativeServer:
             self._watchdog.join(HEALTH_TIMEOUT_SECONDS + 1)
 
     @staticmethod
-    def _kill(process: subprocess.Popen[bytes]) -> None:
+    def _kill(process: subprocess.Popen[bytes], *, hung: bool = False) -> None:
+        """SIGTERM, then SIGKILL after STOP_SECONDS; a hung server at once (its SIGTERM handler would not run)."""
         if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(STOP_SECONDS)
-            except subprocess.TimeoutExpired:
+            if not hung:
+                process.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(STOP_SECONDS)
+            if process.poll() is None:
                 process.kill()
                 process.wait()
 
