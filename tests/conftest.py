@@ -52,11 +52,7 @@ SLOW_WITHOUT_MODEL = frozenset({"cdk/test_cdk_cli.py", "foundation/test_packagin
 # Slow, and everything of the model they run runs on one thread: no decode of theirs waits at a barrier for a thread
 # that busier processes keep off its core, so `make test` runs them beside the model tests too (`one_thread`).
 ON_ONE_THREAD = frozenset({"bench/test_bench_quick.py"})
-# Decoding most of their time, in process or in the server they wait on: what loses most beside other work on the
-# machine (memory traffic as much as CPU: the engine-cache tests a third of their speed, the split-class test and the
-# image's SIGTERM-under-load test half, beside `make test`'s other session), so they run last, when that session has
-# most likely finished.
-# The other way round: what keeps about one core busy (waiting on a server, a socket, a subprocess or its own Python)
+# What keeps about one core busy (waiting on a server, a socket, a subprocess or its own Python)
 # runs first, and so does the benchmark beside it, whose one thread then finds that idle core; the model tests that
 # decode on both cores come after, when the other session's heaviest work is done.
 RUN_FIRST = ("bench/test_bench_quick.py", "bench/test_cold_start.py", "cdk/test_cdk_artifact.py",
@@ -66,6 +62,10 @@ RUN_FIRST = ("bench/test_bench_quick.py", "bench/test_cold_start.py", "cdk/test_
              "local/test_smoke_cli.py", "local/test_systemone_gateway.py", "reliability/test_chat_front.py",
              "reliability/test_faults.py", "reliability/test_generated_inputs.py", "reliability/test_hostile_inputs.py",
              "reliability/test_load.py", "sdk/test_sagemaker_sdk.py")
+# Decoding most of their time, in process or in the server they wait on: what loses most beside other work on the
+# machine (memory traffic as much as CPU: the engine-cache tests a third of their speed, the split-class test and the
+# image's SIGTERM-under-load test half, beside `make test`'s other session), so they run last, when that session has
+# most likely finished.
 RUN_LAST = ("adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
             "bench/test_split_classes.py", "evaluation/test_calibration_roundtrip.py", "image/test_decision_image.py",
             "local/test_systemone_front_local.py")
