@@ -1,13 +1,17 @@
-"""Decision-typed test models: the embedded SmolLM2 GGUF with decision metadata added (metadata only).
+"""Decision-typed test models: the embedded SmolLM2 GGUF with decision metadata added, weights untouched.
 
 A decision model is a GGUF whose header declares `<arch>.decision.type` and carries the prompt of its head as
 `tokenizer.chat_template.systemone`. These copies were never trained for it (their answers mean little): they are
 plumbing test models, which let the native path (llama.cpp's own decision engine) be served, tested and measured
-here. The templates follow llama.cpp b11434's converters (`conversion/qwen.py` OpenJevModel, `conversion/lev.py`
-LevModel and NimbleModel, shortened), in SmolLM2's chat format; the temperatures are OpenJev's. Written once per
-user into the cache.
+here, for each of the six types llama.cpp b11434 knows. openjev, lev and nimble read token logits: their templates
+follow b11434's converters (`conversion/qwen.py` OpenJevModel, `conversion/lev.py` LevModel and NimbleModel,
+shortened), in SmolLM2's chat format; the temperatures are OpenJev's. kev, laya and clef read the embeddings output
+(llama-server turns on embedding mode for them): each gets what b11434's `server-decision.cpp` asks of its file,
+made from SmolLM2's unused control tokens (kev: one renamed `<|box_end|>`; laya: a mask and a separator token and
+`max_head_tokens`) and a template in the layout its head reads (clef: the joint prompt of `fill_task_joint`).
+Written once per user into the cache.
 
-    python -m scripts.dev.decision_models [--type openjev|lev|nimble] [--output PATH]   # prints the path
+    python -m scripts.dev.decision_models [--type TYPE] [--output PATH]   # prints the path
 """
 
 from __future__ import annotations
@@ -72,14 +76,65 @@ NIMBLE_TEMPLATE = (
     "\nRequested field: {{ id }}<|im_end|>\n<|im_start|>assistant\n"
 )
 
-TEMPLATES = {"openjev": OPENJEV_TEMPLATE, "lev": LEV_TEMPLATE, "nimble": NIMBLE_TEMPLATE}
-TEMPERATURES = {"openjev": {"choice": 0.85, "score": 0.85, "noul": 0.85 * 1.829074}, "lev": {}, "nimble": {}}
+# kev: the state, the question, then each option ended by <|box_end|> (a renamed control token of SmolLM2's); the head
+# reads the hidden states there and at the last token. llama-server hands kev only text (kev_render).
+KEV_BOX_END = "<|box_end|>"
+KEV_TEMPLATE = (
+    "<|im_start|>user\n{{ state }}\n\nQuestion: {{ instructions }}\nOptions:\n"
+    "{% for o in options %}{{ o.key }}{% if o.description %}: {{ o.description }}{% endif %}" + KEV_BOX_END
+    + "{{ '\n' }}{% endfor %}<|im_end|>\n<|im_start|>assistant\n"
+)
+
+# laya: [cls] question [sep] ([mask] option)* [sep] state [sep], with SmolLM2's <|endoftext|> as the first token and
+# two unused control tokens as the mask and the separator; the head is cut to LAYA_MAX_HEAD_TOKENS.
+LAYA_CLS, LAYA_MASK, LAYA_SEP = "<|endoftext|>", "<reponame>", "<file_sep>"
+LAYA_MAX_HEAD_TOKENS = 128
+LAYA_TEMPLATE = (
+    LAYA_CLS + _text("instructions") + LAYA_SEP
+    + "{% for o in options %}" + LAYA_MASK + "{{ o.key }}{% if o.description %}: " + _text("o.description")
+    + "{% endif %}{% endfor %}" + LAYA_SEP + _text("state") + LAYA_SEP
+)
+
+# clef: one prompt for every question of the request, pieces split at `sep`, a question's and an option's span opened
+# by `mark_question` and `mark_option` (the strings llama-server hands to the template, fill_task_joint).
+CLEF_TEMPLATE = (
+    "<|im_start|>user\n" + _text("state") + "{{ sep }}"
+    "{% for q in questions %}{{ mark_question }}" + _text("q.instructions") + "{{ sep }}"
+    "{% for o in q.options %}{{ mark_option }}{{ o.key }}{% if o.description %}: " + _text("o.description")
+    + "{% endif %}{{ sep }}{% endfor %}{% endfor %}<|im_end|>"
+)
+
+TEMPLATES = {"openjev": OPENJEV_TEMPLATE, "lev": LEV_TEMPLATE, "nimble": NIMBLE_TEMPLATE, "kev": KEV_TEMPLATE,
+             "laya": LAYA_TEMPLATE, "clef": CLEF_TEMPLATE}
+TEMPERATURES: dict[str, dict[str, float]] = {"openjev": {"choice": 0.85, "score": 0.85, "noul": 0.85 * 1.829074}}
+RENAMED_TOKENS = {"kev": {"<empty_output>": KEV_BOX_END}}  # a control token's text, renamed
+TOKEN_IDS = {"laya": {gguf.Keys.Tokenizer.MASK_ID: LAYA_MASK, gguf.Keys.Tokenizer.SEP_ID: LAYA_SEP}}
+UINT32_KEYS = {"laya": {"decision.max_head_tokens": LAYA_MAX_HEAD_TOKENS}}  # under `<arch>.`
+
+
+def _recipe(decision_type: str) -> str:
+    """Everything a type's copy is made from: the cache key."""
+    return "\n".join(str(part.get(decision_type)) for part in (TEMPLATES, TEMPERATURES, RENAMED_TOKENS, TOKEN_IDS,
+                                                                UINT32_KEYS))
+
+
+def _token_metadata(reader: gguf.GGUFReader, decision_type: str) -> dict[str, MetadataDetails]:
+    """The vocabulary with the type's renamed tokens, and the ids of the tokens its head reads."""
+    tokens: list[str] = reader.fields[gguf.Keys.Tokenizer.LIST].contents()
+    new: dict[str, MetadataDetails] = {}
+    renamed = RENAMED_TOKENS.get(decision_type, {})
+    if renamed:
+        new[gguf.Keys.Tokenizer.LIST] = MetadataDetails(
+            gguf.GGUFValueType.ARRAY, [renamed.get(text, text) for text in tokens], sub_type=gguf.GGUFValueType.STRING)
+    for key, text in TOKEN_IDS.get(decision_type, {}).items():
+        new[key] = MetadataDetails(gguf.GGUFValueType.UINT32, tokens.index(text))
+    return new
 
 
 def write_decision_model(source: Path, target: Path, decision_type: str) -> Path:
     """A copy of `source` that declares `decision_type`, with its `systemone` template (and its default chat
-    template kept beside it: copy_with_new_metadata drops the old ones). A type without a template here (kev,
-    laya, clef need tensors of their own; or a made-up one) gets OpenJev's: such a file is for refusal tests."""
+    template kept beside it: copy_with_new_metadata drops the old ones) and the tokens and keys its head needs. A
+    made-up type gets OpenJev's template: such a file is for refusal tests."""
     reader = gguf.GGUFReader(str(source))
     arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     chat = reader.fields[gguf.Keys.Tokenizer.CHAT_TEMPLATE].contents()
@@ -92,6 +147,9 @@ def write_decision_model(source: Path, target: Path, decision_type: str) -> Path
     }
     for name, value in TEMPERATURES.get(decision_type, {}).items():
         new[f"{arch}.decision.temperature.{name}"] = MetadataDetails(gguf.GGUFValueType.FLOAT32, value)
+    for name, number in UINT32_KEYS.get(decision_type, {}).items():
+        new[f"{arch}.{name}"] = MetadataDetails(gguf.GGUFValueType.UINT32, number)
+    new.update(_token_metadata(reader, decision_type))
     partial = target.with_name(target.name + ".partial")
     target.parent.mkdir(parents=True, exist_ok=True)
     writer = gguf.GGUFWriter(str(partial), arch=arch, endianess=reader.endianess)
@@ -103,8 +161,7 @@ def write_decision_model(source: Path, target: Path, decision_type: str) -> Path
 def decision_model(decision_type: str = "openjev") -> Path:
     """The cached decision-typed copy of the embedded model (written on first use)."""
     source = embedded_model_path()
-    key = hashlib.sha256(f"{source.stat().st_size}\n{TEMPLATES[decision_type]}\n{TEMPERATURES[decision_type]}"
-                         .encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{source.stat().st_size}\n{_recipe(decision_type)}".encode()).hexdigest()[:12]
     target = cache_root() / "models" / "decision" / f"smollm2-135m-{decision_type}-{key}.gguf"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)

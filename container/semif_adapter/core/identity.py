@@ -24,9 +24,11 @@ class ModelIdentity:
     name: str = ""  # what System One answers carry in `model`
     release_date: str = ""  # YYYY-MM-DD: the model file's date
     aliases: frozenset[str] = field(default_factory=frozenset)
+    decision: dict[str, object] | None = None  # a decision model's type and what it means for callers
 
     @classmethod
-    def of(cls, digest: ModelDigest, facts: ModelFacts, name: str | None = None) -> ModelIdentity:
+    def of(cls, digest: ModelDigest, facts: ModelFacts, name: str | None = None,
+           decision: dict[str, object] | None = None) -> ModelIdentity:
         identity: dict[str, object] = {"file": facts.file, "bytes": digest.bytes}
         if digest.sha256:
             identity["sha256"] = digest.sha256
@@ -36,7 +38,8 @@ class ModelIdentity:
                         context=facts.context, context_train=facts.context_train)
         first = digest.files[0]
         served = name or first.name.removesuffix(".gguf")
-        return cls(identity, name=served, release_date=_file_date(first), aliases=frozenset({served, MODEL_ALIAS}))
+        return cls(identity, name=served, release_date=_file_date(first), aliases=frozenset({served, MODEL_ALIAS}),
+                   decision=decision)
 
     def serves(self, model: str) -> bool:
         return model in self.aliases
@@ -47,7 +50,10 @@ class ModelIdentity:
                      f"{self.document.get('quantization')}, context {self.document.get('context')} "
                      f"(sha256 {self.document.get('sha256') or self.document.get('fingerprint')}); "
                      "decision scoring of fixed answers, no text generation")
-        return {"models": [{"name": self.name, "description": described, "release_date": self.release_date},
+        served: dict[str, object] = {"name": self.name, "description": described, "release_date": self.release_date}
+        if self.decision is not None:
+            served["x_decision"] = self.decision
+        return {"models": [served,
                            {"name": MODEL_ALIAS, "description": f"alias of {self.name} on this endpoint",
                             "release_date": self.release_date}]}
 

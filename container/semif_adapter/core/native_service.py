@@ -1,8 +1,10 @@
 """The decision service for a decision-typed GGUF: llama.cpp's own decision engine scores, the doors stay ours.
 
-A request's questions go to the native server as one System One request (`Question.asked`: the question as its
-caller typed it, which the model's own `systemone` template words), so every door answers exactly what
-`llama-server` answers for the same file and request. Around it the adapter keeps what the endpoint promises:
+A request's questions go to the native server together, as one System One request (`Question.asked`: the question
+as its caller typed it, which the model's own `systemone` template words), never split: a joint head (clef) answers
+each question with the others in its prompt. Every request finds the server's slots empty (`NativeServer.ask_fresh`),
+so every door answers exactly what a fresh `llama-server` answers to the same file and request, whatever came
+before. Around it the adapter keeps what the endpoint promises:
 admission and the bounded queue (503 `queue_full`), the drain on SIGTERM, option limits checked before the call
 (a clear error naming the limit), and the server's own errors translated into the door's shapes (its 400 is a
 client's mistake, anything else a 503 the client may retry; never a 5xx for a bad request).
@@ -24,6 +26,7 @@ import numpy as np
 from ..engine.decision_types import DecisionType
 from ..engine.gguf_header import GGUFInfo
 from ..engine.integrity import digest
+from ..engine.laya_cut import HeadLength, LayaCut
 from ..engine.llama_runtime import ModelFacts, RuntimeStartError
 from ..engine.native_server import NativeReply, NativeServer, NativeServerOptions, NativeUnavailableError
 from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ServiceError, ShuttingDownError
@@ -31,7 +34,7 @@ from ..settings import DEFAULT_MAX_CONTEXT, FlashAttention, Settings
 from .identity import ModelIdentity
 from .methods import Effort, MethodScores, PromptId
 from .question import Question, canonical_state
-from .scoring import Scores, softmax
+from .scoring import INPUT_TRUNCATED, Scores, softmax
 from .service import Decided, Timing
 
 LOG = logging.getLogger("semif_adapter")
@@ -63,8 +66,9 @@ class NativeDecisionService:
         self._admitted = 0
         self._draining = False
         self._loaded = False
-        self._waiting: set[asyncio.Future[NativeReply]] = set()
+        self._waiting: set[asyncio.Future[Any]] = set()
         self._identity: ModelIdentity | None = None
+        self._cut: LayaCut | None = None  # laya: which questions its head reads cut
         self.server: NativeServer | None = None
         self.on_failed: Callable[[str], None] | None = None  # the process exits: SageMaker replaces the instance
 
@@ -107,15 +111,36 @@ class NativeDecisionService:
         reply = self.server.call("POST", "/v1/systemone", WARMUP_REQUEST, CALL_TIMEOUT_SECONDS)
         if reply.status != 200:
             raise RuntimeStartError(f"the native decision engine refused its warm-up question: {reply.document}")
+        if self.decision.truncates:
+            self._cut = self._laya_cut(self.server)
         facts = ModelFacts(file=self.model_path.name, architecture=info.architecture, quantization=info.quantization,
                            context_train=context_train, context=context, vocab_size=info.vocab_size or 0)
-        self._identity = ModelIdentity.of(model, facts, self.settings.model_name)
+        self._identity = ModelIdentity.of(model, facts, self.settings.model_name, decision={
+            "type": self.decision.name, "engine": "native", "reads": self.decision.reads,
+            "option_limit": self.decision.option_limit, "semantics": self.decision.semantics(), "slots": self.workers})
         self._loaded = True
         LOG.info("ready", extra={"fields": {
             "engine": "native", "decision_type": self.decision.name, "model": self._identity.document,
             "model_name": self._identity.name, "load_ms": round((time.perf_counter() - started) * 1000, 1),
             "native_start_ms": round(self.server.started_ms, 1), "slots": self.workers,
             "context_per_slot": context, "threads": self.settings.threads, "queue_size": self.settings.queue_size}})
+
+    def _laya_cut(self, server: NativeServer) -> LayaCut:
+        info = self.info
+        if info.systemone_template is None or info.max_head_tokens is None or info.mask_token_id is None \
+                or info.separator_token_id is None:
+            raise RuntimeStartError("a laya model needs its systemone template, max_head_tokens and mask and "
+                                    "separator tokens (llama-server would refuse it)")
+        piece = server.call("POST", "/detokenize", {"tokens": [info.mask_token_id]}, CALL_TIMEOUT_SECONDS)
+
+        def tokenize(text: str) -> list[int]:
+            reply = server.call("POST", "/tokenize", {"content": text, "add_special": False, "parse_special": True},
+                                CALL_TIMEOUT_SECONDS)
+            return [int(token) for token in reply.document["tokens"]]
+
+        return LayaCut(info.systemone_template, tokenize, max_head_tokens=info.max_head_tokens,
+                       mask=info.mask_token_id, separator=info.separator_token_id,
+                       mask_text=str(piece.document["content"]))
 
     def _give_up(self, reason: str) -> None:
         LOG.error("the native decision engine cannot be restarted: %s", reason)
@@ -175,11 +200,10 @@ class NativeDecisionService:
             name: _native_question(question) for name, question in zip(names, group, strict=True)}}
         server = self.server
         assert server is not None
-        call = asyncio.wrap_future(self._calls.submit(server.call, "POST", "/v1/systemone", body,
-                                                      CALL_TIMEOUT_SECONDS))
+        call = asyncio.wrap_future(self._calls.submit(self._call, server, body))
         self._waiting.add(call)
         try:
-            reply = await call
+            reply, lengths = await call
         except asyncio.CancelledError:
             if self._draining:
                 return [ShuttingDownError() for _ in group]
@@ -194,17 +218,28 @@ class NativeDecisionService:
             return [refusal for _ in group]
         answers = reply.document.get("answers", {}) if isinstance(reply.document, dict) else {}
         usage = reply.document.get("usage", {}) if isinstance(reply.document, dict) else {}
-        shares = _shares(int(usage.get("input_tokens", 0)), len(group))
+        input_tokens = int(usage.get("input_tokens", 0))
+        shares = _shares(input_tokens, len(group))
+        cut = _cut_questions(lengths, input_tokens, len(group))
         finished = time.perf_counter()
         timing = Timing(queue_ms=0.0, total_ms=(finished - admitted_at) * 1000)
         decided: list[Decided | BaseException] = []
-        for name, question, tokens in zip(names, group, shares, strict=True):
+        for name, question, tokens, was_cut in zip(names, group, shares, cut, strict=True):
             probabilities = _probabilities(question, answers.get(name))
             if probabilities is None:
                 decided.append(EngineUnavailableError("the native decision engine gave no answer to a question; retry"))
                 continue
-            decided.append(self._decided(question, probabilities, tokens, reply.elapsed_ms, timing))
+            decided.append(self._decided(question, probabilities, tokens, reply.elapsed_ms, timing,
+                                         warnings=[INPUT_TRUNCATED] if was_cut else []))
         return decided
+
+    def _call(self, server: NativeServer, body: dict[str, Any]) -> tuple[NativeReply, list[HeadLength | None]]:
+        """The request on cleared slots, and, for laya, each question's head before and after its cut."""
+        reply = server.ask_fresh("/v1/systemone", body, CALL_TIMEOUT_SECONDS)
+        if self._cut is None or reply.status != 200:
+            return reply, []
+        cut = self._cut
+        return reply, [cut.length(body["state"], name, question) for name, question in body["questions"].items()]
 
     def _over_limit(self, question: Question) -> RequestError | None:
         limit = self.decision.option_limit
@@ -214,7 +249,7 @@ class NativeDecisionService:
                             f"'{self.decision.name}' decision model can tell apart", f"decision.options[{limit}]")
 
     def _decided(self, question: Question, probabilities: list[float], tokens: int, forward_ms: float,
-                 timing: Timing) -> Decided:
+                 timing: Timing, *, warnings: list[str]) -> Decided:
         logits = np.log(np.maximum(np.asarray(probabilities, dtype=np.float64), SMALLEST_PROBABILITY))
         if question.temperature != 1.0:  # the caller's own temperature, on top of the head's
             probabilities = softmax(logits / question.temperature).tolist()
@@ -223,7 +258,7 @@ class NativeDecisionService:
                         output_rows=len(probabilities))
         raw = MethodScores(option_logits=logits, orders=(), allowed_token_mass=None,
                            prompt=PromptId(self.scoring, "systemone-template"), effort=effort)
-        return Decided(question=question, raw=raw, scores=Scores(logits.tolist(), probabilities, [], None),
+        return Decided(question=question, raw=raw, scores=Scores(logits.tolist(), probabilities, warnings, None),
                        timing=timing, scored_by=self.scoring)
 
 
@@ -266,6 +301,21 @@ def _probabilities(question: Question, answer: Any) -> list[float] | None:
     except KeyError:
         return None
     return found if all(math.isfinite(p) for p in found) else None
+
+
+def _cut_questions(lengths: list[HeadLength | None], input_tokens: int, count: int) -> list[bool]:
+    """Which questions the head read cut. Where our count of what it read is not the server's own (a template our
+    Jinja renders otherwise), a question is said cut whenever the request as rendered is longer than what was read:
+    never cut silently."""
+    if not lengths:  # not a laya model
+        return [False] * count
+    if all(length is not None for length in lengths) and \
+            sum(length.read for length in lengths if length is not None) == input_tokens:
+        return [length is not None and length.cut for length in lengths]
+    LOG.warning("laya's cut could not be counted exactly (%s tokens read, the server counted %d)",
+                [length and length.read for length in lengths], input_tokens)
+    rendered = sum(length.rendered for length in lengths if length is not None)
+    return [rendered > input_tokens or length is None for length in lengths]
 
 
 def _shares(total: int, count: int) -> list[int]:

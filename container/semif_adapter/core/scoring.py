@@ -22,6 +22,7 @@ LOW_OPTION_MASS = "low_option_mass"  # letters: the model's next token was mostl
 LOW_OPTION_MASS_BELOW = 0.5
 NEAR_TIE = "near_tie"  # the two most probable options are within this many probability points
 NEAR_TIE_MARGIN = 0.1
+INPUT_TRUNCATED = "input_truncated"  # a decision model's head read the question or options cut to its length (laya)
 
 
 @dataclass(frozen=True)

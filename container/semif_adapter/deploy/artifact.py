@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from ..engine.decision_types import DecisionType, UnsupportedDecisionTypeError, decision_type
+from ..engine.decision_types import DECISION_TYPES, DecisionType, UnsupportedDecisionTypeError, decision_type
 from ..engine.gguf_header import (
     SYSTEMONE_TEMPLATE_KEY,
     ByteReader,
@@ -72,6 +72,7 @@ class ArtifactReport:
             f"KV cache:      {_per_token(info.kv_bytes_per_token)}",
             f"chat template: {'in the GGUF' if info.has_chat_template else 'none'}",
             f"decisions:     {serving_path(info)}",
+            *([f"decision head: {semantics}"] if (semantics := decision_semantics(info)) else []),
             f"model size:    {self.model_bytes:,} bytes",
             f"model sha256:  {self.model_sha256}",
             f"tarball size:  {self.tarball_bytes:,} bytes",
@@ -116,6 +117,16 @@ def serving_path(info: GGUFInfo) -> str:
     if info.decision_type is None:
         return f"generic chat model: {OUR_ENGINE}"
     return f"decision model: {info.decision_type} ({NATIVE_ENGINE})"
+
+
+def decision_semantics(info: GGUFInfo) -> str | None:
+    """What the declared type's head does that a caller should know (joint answers, sorted options, the cut),
+    for `semif package` and `semif check`; None for a generic model or a type llama.cpp does not know."""
+    found = DECISION_TYPES.get(info.decision_type or "")
+    if found is None:
+        return None
+    head = f"{found.reads}; at most {found.option_limit} options; " + ", ".join(found.semantics())
+    return head + (f" (max_head_tokens {info.max_head_tokens})" if found.truncates else "")
 
 
 def require_servable(info: GGUFInfo, where: Path | str) -> DecisionType | None:

@@ -1,12 +1,12 @@
-"""The decision types the pinned llama.cpp serves with the model's own head, and how each reads its answers.
+"""The decision types the pinned llama.cpp serves with the model's own head, how each reads its answers, and what
+that means for a caller.
 
 A GGUF whose header says `<general.architecture>.decision.type` is a fine-tuned decision model: llama.cpp's own
 `llama-server` (b11361 and later; pinned b11434, `tools/server/server-decision.cpp`) scores it natively, with the
-prompt from the file's `tokenizer.chat_template.systemone`. Any other type fails that server's model load, so it
-is refused here first, by name, wherever the file is first seen (`semif package`, `cdk synth`, the adapter's start).
-So are kev, laya and clef for now: their heads need tensors or an architecture of their own, which no file made here
-can carry, so this toolkit has never served one; llama.cpp would read them, untested here, so they are refused rather
-than shipped on trust.
+prompt from the file's `tokenizer.chat_template.systemone`. This table is llama.cpp's list (`common_decision_type`
+in `common/common.h`; a test holds the two together), so moving the pin shows what changed. Any other type fails
+that server's model load, so it is refused here first, by name, wherever the file is first seen (`semif package`,
+`cdk synth`, the adapter's start).
 """
 
 from __future__ import annotations
@@ -23,22 +23,52 @@ class DecisionType:
     name: str
     reads: str  # how its head turns a prompt into option scores
     option_limit: int  # options per question the head can tell apart (lev: fewer where codes are not single tokens)
-    own_architecture: bool  # needs tensors or an architecture of its own: metadata on a chat GGUF cannot make one
+    joint: bool = False  # every question of a request in one prompt: an answer depends on the others asked with it
+    lists_questions: bool = False  # each question's prompt lists the request's other questions (nimble)
+    sorted_options: bool = False  # a choice's options reach the head in key order, not the caller's
+    truncates: bool = False  # question and options are cut to the head's max_head_tokens, as it was trained
+    flattens_state: bool = False  # structured state, instructions and options are rendered as plain text
+
+    @property
+    def independent(self) -> bool:
+        """A question's answer does not depend on the other questions of its request."""
+        return not (self.joint or self.lists_questions)
+
+    def semantics(self) -> list[str]:
+        """What a caller of this type should know, one short phrase each (the model facts, `/v1/models`)."""
+        said = ["answers each question on its own" if self.independent else
+                "answers a request's questions jointly (one prompt)" if self.joint else
+                "shows every question of a request in each question's prompt"]
+        if self.sorted_options:
+            said.append("reads a choice's options in key order")
+        if self.truncates:
+            said.append("cuts long questions and options to its max_head_tokens (answers say so)")
+        if self.flattens_state:
+            said.append("flattens structured state to text")
+        return said
 
 
 DECISION_TYPES: dict[str, DecisionType] = {t.name: t for t in (
     DecisionType("openjev", "one letter token per option (A-Z, a-z), logits at the prompt's last token; noul "
-                 "reads true before false", 52, False),
+                 "reads true before false", 52),
     DecisionType("lev", "codes A..Z, AA..ZZ that are single tokens; a choice read forward and reversed, noul "
-                 "from a 9-point rating (A..I)", 255, False),
-    DecisionType("nimble", "lev's codes, with every question of the request in the prompt", 255, False),
+                 "from a 9-point rating (A..I)", 255),
     DecisionType("kev", "hidden states at the last token and at one <|box_end|> per option, a scaled dot product",
-                 255, True),
-    DecisionType("laya", "a modern-bert encoder with decision tensors: mask-token scores", 255, True),
-    DecisionType("clef", "its own architecture: all questions in one prompt, options sorted by key, scores from the "
-                 "embeddings output",
-                 255, True),
+                 255, flattens_state=True),
+    DecisionType("nimble", "lev's codes, with every question of the request in the prompt", 255,
+                 lists_questions=True),
+    DecisionType("laya", "an encoder's output at one mask token per option, in the column of the question's type",
+                 255, truncates=True),
+    DecisionType("clef", "every question of the request in one prompt, the score of each option read from one row "
+                 "of the embeddings output", 255, joint=True, sorted_options=True),
 )}
+
+# Types that newer llama.cpp builds know and the pinned one does not: refused naming the build that brings them.
+NEWER_TYPES: dict[str, str] = {
+    "pplx-decider": "llama.cpp's stable releases (v1.0.0, 2026-11-13, and later)",
+    "lfm2-d1": "llama.cpp's stable releases (v1.0.0, 2026-11-13, and later)",
+    "lfm2-d1-omni": "llama.cpp's stable releases (v1.0.0, 2026-11-13, and later; it also reads images and audio)",
+}
 
 
 class UnsupportedDecisionTypeError(ValueError):
@@ -49,25 +79,19 @@ def supported_names() -> str:
     return ", ".join(DECISION_TYPES)
 
 
-def served_names() -> str:
-    return ", ".join(name for name, found in DECISION_TYPES.items() if not found.own_architecture)
-
-
 def decision_type(declared: str | None, key: str) -> DecisionType | None:
-    """The declared type (None: a generic chat model); an unknown one, or one with a head of its own, raises,
-    naming the key and what is served."""
+    """The declared type (None: a generic chat model); one the pinned llama.cpp does not know raises, naming the
+    key, the pinned build, the types it serves and, for a type of a newer build, that build."""
     if declared is None:
         return None
     found = DECISION_TYPES.get(declared)
-    if found is None:
-        raise UnsupportedDecisionTypeError(
-            f"{key} = {declared!r} is not a decision type llama.cpp {PINNED_LLAMA_CPP} serves "
-            f"(supported: {supported_names()})")
-    if found.own_architecture:
-        raise UnsupportedDecisionTypeError(
-            f"{key} = {declared!r}: a head of its own ({found.reads}) that this toolkit has not tested and does "
-            f"not serve yet (served: {served_names()})")
-    return found
+    if found is not None:
+        return found
+    newer = NEWER_TYPES.get(declared)
+    later = f"; it is served by {newer}: move the pin (docs/decision-models.md)" if newer else ""
+    raise UnsupportedDecisionTypeError(
+        f"{key} = {declared!r} is not a decision type llama.cpp {PINNED_LLAMA_CPP} serves "
+        f"(supported: {supported_names()}){later}")
 
 
 def engine_for(setting: str, declared: str | None) -> EngineName:

@@ -41,6 +41,9 @@ ALIGNMENT_KEY = "general.alignment"
 CHAT_TEMPLATE_KEYS = ("tokenizer.chat_template", "tokenizer.chat_template.tool_use")
 SYSTEMONE_TEMPLATE_KEY = "tokenizer.chat_template.systemone"  # a decision model's prompt (llama.cpp b11361+)
 DECISION_TYPE_SUFFIX = ".decision.type"  # `<general.architecture>.decision.type`: the GGUF is a decision model
+MAX_HEAD_TOKENS_SUFFIX = ".decision.max_head_tokens"
+MASK_TOKEN_KEY = "tokenizer.ggml.mask_token_id"
+SEPARATOR_TOKEN_KEY = "tokenizer.ggml.seperator_token_id"  # llama.cpp's spelling
 VOCABULARY_KEY = "tokenizer.ggml.tokens"
 KV_CACHE_ELEMENT_BYTES = 2  # f16 K and V: llama.cpp's default cache types (the adapter does not change them)
 
@@ -96,7 +99,14 @@ class GGUFInfo:
     # `<arch>.decision.type` (openjev, lev, ...): a fine-tuned decision model, scored by its own head
     # (engine/decision_types.py); None for a generic chat model.
     decision_type: str | None = None
-    has_systemone_template: bool = False
+    systemone_template: str | None = None  # `tokenizer.chat_template.systemone`: the prompt of the decision head
+    max_head_tokens: int | None = None  # `<arch>.decision.max_head_tokens`: laya cuts question and options to it
+    mask_token_id: int | None = None  # laya's option marker
+    separator_token_id: int | None = None  # laya's separator
+
+    @property
+    def has_systemone_template(self) -> bool:
+        return bool(self.systemone_template)
 
     @property
     def decision_type_key(self) -> str:
@@ -210,7 +220,10 @@ def read_gguf_info(stream: ByteReader) -> GGUFInfo:
         vocab_size=vocabulary.count if isinstance(vocabulary := values.get(VOCABULARY_KEY), _Array) else None,
         kv_bytes_per_token=_kv_bytes_per_token(values, arch) if arch else None,
         decision_type=_as_str(values.get(f"{arch}{DECISION_TYPE_SUFFIX}")) if arch else None,
-        has_systemone_template=bool(_as_str(values.get(SYSTEMONE_TEMPLATE_KEY))),
+        systemone_template=_as_str(values.get(SYSTEMONE_TEMPLATE_KEY)),
+        max_head_tokens=_as_int(values.get(f"{arch}{MAX_HEAD_TOKENS_SUFFIX}")) if arch else None,
+        mask_token_id=_as_int(values.get(MASK_TOKEN_KEY)),
+        separator_token_id=_as_int(values.get(SEPARATOR_TOKEN_KEY)),
     )
 
 

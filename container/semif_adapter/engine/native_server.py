@@ -1,11 +1,17 @@
 """llama.cpp's own `llama-server`, run beside the adapter to score a decision-typed GGUF with the model's own head.
 
 The server is a child process bound to 127.0.0.1 on a free port: only the adapter reaches it, and only its
-`/v1/systemone` and `/health` are ever called, so none of its other routes (`/completion`, `/slots`, `/props`,
-`/metrics`, the web UI) is reachable from the endpoint. It dies with the adapter (PR_SET_PDEATHSIG), and a watchdog
-restarts it when it exits or stops answering `/health`; while it is down `ready` is false (so `/ping` is 503 and
-requests get a clear 503). Too many restarts in a row mean the instance itself is sick: `failed` is set and the
-adapter exits, so SageMaker replaces the instance rather than keep routing to one that cannot answer.
+`/v1/systemone`, `/health`, `/tokenize`, `/detokenize` and the erase action of `/slots/N` are ever called, so none of
+its routes (`/completion`, `/props`, `/metrics`, the web UI) is reachable from the endpoint. It dies with the
+adapter (PR_SET_PDEATHSIG), and a watchdog restarts it when it exits or stops answering `/health`; while it is down
+`ready` is false (so `/ping` is 503 and requests get a clear 503). Too many restarts in a row mean the instance itself
+is sick: `failed` is set and the adapter exits, so SageMaker replaces the instance rather than keep routing to one that
+cannot answer.
+
+Every request is asked of a server whose slots hold nothing (`ask_fresh`): llama-server continues a new prompt from
+whatever its slot still holds, and a decode split at another place gives other floats (0.2253 fresh, 0.2196 after
+any earlier request, on one openjev question). Clearing the slots first, one request at a time, makes an answer a
+function of the request alone: the numbers a fresh llama-server with the same arguments gives to it as its first.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -70,7 +77,7 @@ class NativeServerOptions:
     binary: str | None = None
     extra: list[str] = field(default_factory=list)
 
-    def arguments(self, port: int) -> list[str]:
+    def arguments(self, port: int, slot_dir: str) -> list[str]:
         binary = self.binary or shutil.which(SERVER_BINARY)
         if not binary:
             raise RuntimeStartError(f"{SERVER_BINARY} was not found on PATH: the native decision engine needs the "
@@ -78,7 +85,8 @@ class NativeServerOptions:
         arguments = [binary, "--model", str(self.model), "--host", LOOPBACK, "--port", str(port),
                      "--parallel", str(self.slots), "--ctx-size", str(self.context_per_slot * self.slots),
                      "--threads", str(self.threads), "--threads-batch", str(self.threads_batch),
-                     "--batch-size", str(self.batch_size), "--no-webui", "--no-slots"]
+                     "--batch-size", str(self.batch_size), "--no-webui", "--no-slots",
+                     "--slot-save-path", slot_dir]  # what turns on the erase action; nothing is ever saved there
         if self.ubatch_size:
             arguments += ["--ubatch-size", str(self.ubatch_size)]
         if self.n_gpu_layers is not None:
@@ -114,6 +122,8 @@ class NativeServer:
         self._lock = threading.Lock()
         self._lines: collections.deque[str] = collections.deque(maxlen=KEPT_LOG_LINES)
         self._watchdog: threading.Thread | None = None
+        self._one_request = threading.Lock()  # ask_fresh: a request alone on cleared slots
+        self._slot_dir = tempfile.TemporaryDirectory(prefix="semif-native-slots-")
         self.arguments: list[str] = []  # the running server's command line (logged: a peer can be started alike)
         self.restarts = 0
         self.failed: str | None = None
@@ -139,7 +149,7 @@ class NativeServer:
         with self._lock:
             self._port = free_port()
             self._lines.clear()
-            self.arguments = self.options.arguments(self._port)
+            self.arguments = self.options.arguments(self._port, self._slot_dir.name)
             self._process = subprocess.Popen(self.arguments, stdin=subprocess.DEVNULL,
                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                              preexec_fn=_die_with_parent)  # noqa: PLW1509 (only prctl)
@@ -218,6 +228,7 @@ class NativeServer:
             self._kill(process)
         if self._watchdog is not None and self._watchdog is not threading.current_thread():
             self._watchdog.join(HEALTH_TIMEOUT_SECONDS + 1)
+        self._slot_dir.cleanup()
 
     @staticmethod
     def _kill(process: subprocess.Popen[bytes], *, hung: bool = False) -> None:
@@ -237,6 +248,16 @@ class NativeServer:
             return self.call("GET", "/health", None, timeout).status
         except NativeUnavailableError:
             return 0
+
+    def ask_fresh(self, path: str, body: Any, timeout: float) -> NativeReply:
+        """POST `body` to a server whose every slot was just erased, with no other request between the two."""
+        with self._one_request:
+            for slot in range(self.options.slots):
+                erased = self.call("POST", f"/slots/{slot}?action=erase", {}, timeout)
+                if erased.status != 200:
+                    raise NativeUnavailableError(f"llama-server did not erase slot {slot}: {erased.status} "
+                                                 f"{erased.document}")
+            return self.call("POST", path, body, timeout)
 
     def call(self, method: str, path: str, body: Any, timeout: float) -> NativeReply:
         """One request; NativeUnavailableError if the server cannot be reached or drops the connection."""
