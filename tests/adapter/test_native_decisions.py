@@ -1,10 +1,9 @@
 """A decision-typed GGUF served by llama.cpp's own decision engine, behind every door of the adapter.
 
 The model is the embedded SmolLM2 GGUF with decision metadata added (scripts/dev/decision_models.py: metadata only,
-never trained for it, so its answers are plumbing, not quality). Each door's answers are compared with those of
-llama-server b11434 called directly on the same file: a second llama-server started with the adapter's own command
-line (from its log) and sent the same requests in the same order, warm-up included, because llama-server's numbers
-depend on what its prompt cache holds (measured: 0.676 and then 0.649 for the same option, the same request twice).
+never trained for it, so its answers are plumbing, not quality). The answers are compared with those of llama-server
+b11434 called directly on the same file: a fresh llama-server started with the adapter's own command line (from its
+log) and asked the same request as its first. Every type through every door: test_native_types.py.
 """
 
 from __future__ import annotations
@@ -28,10 +27,10 @@ from support.jevcompat_run import KEY, jevcompat
 from support.systemone import many_options
 
 from scripts.dev.decision_models import decision_model, write_decision_model
-from scripts.harness.bench.native import DirectServer, native_arguments
+from scripts.harness.bench.native import fresh_answer, native_arguments
 from scripts.harness.reliability.rawhttp import read_response
 from scripts.local.processes import wait_until
-from semif_adapter.core.native_service import CALL_TIMEOUT_SECONDS, WARMUP_REQUEST
+from semif_adapter.core.native_service import CALL_TIMEOUT_SECONDS
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.engine.embedded_model import embedded_model_path
 
@@ -64,18 +63,15 @@ def head(request: pytest.FixtureRequest, openjev: Path) -> Path:
 
 
 @pytest.fixture
-def pair(head: Path) -> Iterator[tuple[AdapterProcess, DirectServer, httpx.Client]]:
-    """A fresh adapter on the decision model and a fresh direct llama-server like its own (same cache history)."""
+def pair(head: Path) -> Iterator[tuple[AdapterProcess, list[str], httpx.Client]]:
+    """A fresh adapter on the decision model, its native server's command line (a fresh llama-server started with it
+    is the reference of every answer: `fresh_answer`), and a client."""
     adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(head), "SEMIF_RESULT_CACHE_ENTRIES": "0"})
-    direct = None
     try:
         adapter.wait_ready()
-        direct = DirectServer(native_log(adapter)["arguments"], WARMUP_REQUEST)
         with httpx.Client(base_url=adapter.url, timeout=120) as client:
-            yield adapter, direct, client
+            yield adapter, native_log(adapter)["arguments"], client
     finally:
-        if direct is not None:
-            direct.stop()
         adapter.stop()
 
 
@@ -92,88 +88,25 @@ def same_answer(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
 
 
 def test_the_adapter_takes_the_native_path_and_says_so(pair, openjev):
-    adapter, _, client = pair
-    log = native_log(adapter)
-    assert log["arguments"][log["arguments"].index("--host") + 1] == "127.0.0.1"  # loopback only
+    adapter, arguments, client = pair
+    assert arguments[arguments.index("--host") + 1] == "127.0.0.1"  # loopback only
     assert '"decision engine: native"' in adapter.logs() and '"decision_type": "openjev"' in adapter.logs()
     assert client.get("/ping").status_code == 200
     models = client.get("/v1/models").json()
     assert models["models"][0]["name"] == openjev.stem
+    assert models["models"][0]["x_decision"]["type"] == "openjev"
+    assert models["models"][0]["x_decision"]["semantics"] == ["answers each question on its own"]
 
 
-@pytest.mark.parametrize("head", ["openjev", "lev", "nimble"], indirect=True)
-def test_system_one_answers_equal_llama_servers_own_through_both_routes(pair, head):
-    """Every label head: OpenJev's letters, lev's codes read forward and reversed with a 9-point noul, and nimble's,
-    whose prompt lists every question of the request (so the request's questions must reach it together)."""
-    adapter, direct, client = pair
-    body = {"state": STATE, "questions": QUESTIONS}
+@pytest.mark.parametrize("head", ["nimble"], indirect=True)
+def test_each_request_is_counted_under_the_native_scoring_in_the_metrics(pair):
+    adapter, _, client = pair
     for route in ("/v1/systemone", "/invocations"):
-        ours = client.post(route, json={"model": "jev-latest", **body})
-        theirs = direct.ask(body)
-        assert ours.status_code == theirs.status_code == 200, ours.text
-        mine, reference = ours.json(), theirs.json()
-        assert list(mine["answers"]) == list(QUESTIONS)
-        for name in QUESTIONS:
-            same_answer(mine["answers"][name], reference["answers"][name])
-        assert mine["usage"] == reference["usage"]
-        assert mine["x_scoring"] == f"native:{head.name.split('-')[2]}"
-    scoring = f"native:{head.name.split('-')[2]}"
+        assert client.post(route, json={"state": STATE, "questions": QUESTIONS}).status_code == 200
     wait_until(lambda: adapter.logs().count('"Decisions"') >= 2, timeout_s=10, what="the EMF records")
     records = [json.loads(line) for line in adapter.logs().splitlines() if '"Decisions"' in line]
-    assert [record["Scoring"] for record in records] == [scoring, scoring]  # the metrics' Scoring dimension
+    assert [record["Scoring"] for record in records] == ["native:nimble", "native:nimble"]  # the metrics' dimension
     assert [record["Decisions"] for record in records] == [[1, 1, 1], [1, 1, 1]]
-
-
-def test_one_question_alone_and_52_options_equal_llama_servers_own(pair):
-    _, direct, client = pair
-    for questions in ({"angry": QUESTIONS["angry"]},
-                      {"queue": {"type": "choice", "instructions": "Which queue?", "criteria": many_options(52)}}):
-        body = {"state": STATE, "questions": questions}
-        ours, theirs = client.post("/v1/systemone", json=body), direct.ask(body)
-        assert ours.status_code == theirs.status_code == 200, ours.text
-        for name in questions:
-            same_answer(ours.json()["answers"][name], theirs.json()["answers"][name])
-
-
-def test_semif_and_openai_doors_ask_the_same_question_of_the_head(pair):
-    """A SemIf decision is one choice question; OpenAI's predicate, choice and score are noul, choice and score."""
-    _, direct, client = pair
-    decision = {"decision": {"id": "case-1", "state": STATE, "question": "Which team should handle this?",
-                             "options": [{"id": "billing", "description": "payments and refunds"},
-                                         {"id": "shipping", "description": "deliveries"}]}}
-    ours = client.post("/invocations", json=decision)
-    theirs = direct.ask({"state": STATE, "questions": {"decision": {
-        "type": "choice", "instructions": "Which team should handle this?",
-        "criteria": {"billing": "payments and refunds", "shipping": "deliveries"}}}})
-    assert ours.status_code == theirs.status_code == 200, ours.text
-    expected = theirs.json()["answers"]["decision"]["probabilities"]
-    got = ours.json()
-    assert dict(zip(got["option_ids"], got["probabilities"], strict=True)) == expected
-    assert got["scoring"] == "native:openjev"
-
-    openai = {"model": "jev-latest", "input": STATE, "questions": [
-        {"type": "predicate", "name": "angry", "instructions": "Is the customer angry?"},
-        {"type": "choice", "name": "route", "instructions": "Which team should handle this?",
-         "choices": [{"value": "billing", "description": "payments and refunds"}, {"value": "shipping"}]},
-        {"type": "score", "name": "urgency", "instructions": "How urgent is this?",
-         "levels": [{"label": "can wait"}, {"label": "today", "description": "before tonight"}]}]}
-    ours = client.post("/v1/decisions", json=openai)
-    theirs = direct.ask({"state": STATE, "questions": {
-        "angry": {"type": "noul", "instructions": "Is the customer angry?"},
-        "route": {"type": "choice", "instructions": "Which team should handle this?",
-                  "criteria": {"billing": "payments and refunds", "shipping": None}},
-        "urgency": {"type": "score", "instructions": "How urgent is this?",
-                    "criteria": ["can wait", "today: before tonight"]}}})
-    assert ours.status_code == theirs.status_code == 200, ours.text
-    reference = theirs.json()["answers"]
-    angry, route, urgency = ours.json()["answers"]
-    assert (angry["name"], route["name"], urgency["name"]) == ("angry", "route", "urgency")
-    assert angry["probability"] == reference["angry"]["noul"]
-    assert {c["value"]: c["probability"] for c in route["probabilities"]} == reference["route"]["probabilities"]
-    assert route["choice"] == reference["route"]["choice"]
-    assert [level["probability"] for level in urgency["probabilities"]] == \
-        list(reference["urgency"]["probabilities"].values())
-    assert math.isclose(urgency["score"], reference["urgency"]["score"], rel_tol=TOLERANCE)
 
 
 def test_an_option_limit_of_the_head_is_a_clear_error_in_each_doors_shape(pair):
@@ -194,10 +127,11 @@ def test_an_option_limit_of_the_head_is_a_clear_error_in_each_doors_shape(pair):
     assert client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS}).status_code == 200
 
 
+@pytest.mark.parametrize("head", ["kev"], indirect=True)  # the watchdog on a head that reads the embeddings
 def test_a_native_server_killed_mid_request_is_a_503_then_it_is_restarted(pair):
     adapter, _, client = pair
-    slow = {"state": STATE, "questions": {"queue": {"type": "choice", "instructions": "Which queue?",
-                                                    "criteria": many_options(52)}}}  # seconds of work
+    slow = {"state": STATE, "questions": {name: {"type": "choice", "instructions": "Which queue?",
+                                                 "criteria": many_options(20)} for name in ("a", "b", "c", "d")}}
     with ThreadPoolExecutor(max_workers=1) as pool:
         in_flight = pool.submit(client.post, "/v1/systemone", json=slow)
         time.sleep(0.5)
@@ -216,11 +150,12 @@ def test_a_native_server_killed_mid_request_is_a_503_then_it_is_restarted(pair):
 
 
 @pytest.mark.one_thread  # one decode thread, and mostly a wait: it runs beside the model tests (tests/conftest.py)
-def test_a_hung_native_server_is_a_503_then_it_is_killed_and_restarted(openjev):
-    """llama-server stopped (SIGSTOP: its socket stays open, nothing answers): the request in flight gets the door's
-    503 once the watchdog has missed HEALTH_FAILURES_TO_RESTART answers to /health (about 20 s, never the 60 s call
-    timeout), the hung process is killed and reaped, not left behind, and a new one serves."""
-    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SM_LLAMA_CPP_THREADS": "1"})
+def test_a_hung_native_server_is_a_503_then_it_is_killed_and_restarted():
+    """On clef, a joint head: llama-server stopped (SIGSTOP: its socket stays open, nothing answers): the request in
+    flight gets the door's 503 once the watchdog has missed HEALTH_FAILURES_TO_RESTART answers to /health (about
+    20 s, never the 60 s call timeout), the hung process is killed and reaped, not left behind, and a new one
+    serves."""
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model("clef")), "SM_LLAMA_CPP_THREADS": "1"})
     try:
         adapter.wait_ready()
         hung = native_log(adapter)["pid"]
@@ -352,14 +287,10 @@ def test_nothing_is_left_running_after_sigterm(openjev):
 @pytest.mark.without_model  # refused before llama-server starts
 @pytest.mark.parametrize(("declared", "message"), [
     ("foo", "llama.decision.type = 'foo' is not a decision type llama.cpp b11434 serves (supported: openjev, lev, "
-            "nimble, kev, laya, clef)"),
-    ("kev", "llama.decision.type = 'kev': a head of its own (hidden states at the last token and at one "
-            "<|box_end|> per option, a scaled dot product) that this toolkit has not tested and does not serve yet "
-            "(served: openjev, lev, nimble)"),
+            "kev, nimble, laya, clef)"),
 ])
 def test_a_type_not_served_is_refused_at_start_naming_it(declared, message, tmp_path):
-    """kev, laya and clef need tensors or an architecture of their own, which no file made here can carry (llama-server
-    refuses a metadata-only kev: no <|box_end|> token): refused, as an unknown type is, before llama-server starts."""
+    """A type llama.cpp does not know would fail llama-server's model load: refused before llama-server starts."""
     model = write_decision_model(embedded_model_path(), tmp_path / f"{declared}.gguf", declared)
     adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(model)})
     try:
@@ -391,15 +322,16 @@ def test_jevcompat_passes_on_the_native_path_but_for_the_heads_own_option_limit(
 
 
 def test_json_lines_are_answered_line_by_line_as_llama_server_answers_each(pair):
-    """JSON Lines (what `semif batch` and Batch Transform send): one native request per line, in order."""
-    _, direct, client = pair
+    """JSON Lines (what `semif batch` and Batch Transform send): one native request per line, in order, each
+    answered as a fresh llama-server answers it."""
+    _, arguments, client = pair
     lines = [{"state": f"{STATE} ({n})", "questions": QUESTIONS} for n in range(2)]
     body = "\n".join(json.dumps({"model": "jev-latest", **line}) for line in lines) + "\n"
     answered = client.post("/invocations", content=body, headers={"content-type": "application/jsonlines"})
     assert answered.status_code == 200, answered.text
     ours = [json.loads(line) for line in answered.text.splitlines()]
     for mine, line in zip(ours, lines, strict=True):
-        reference = direct.ask(line).json()
+        reference = fresh_answer(arguments, line).json()
         for name in QUESTIONS:
             same_answer(mine["answers"][name], reference["answers"][name])
 

@@ -79,9 +79,10 @@ def serving(decision_image: BuiltImage, model: dict[str, Path]) -> Iterator[Serv
 
 @pytest.fixture(scope="module")
 def native_serving(decision_image: BuiltImage) -> Iterator[Serving]:
-    """The image on a decision-typed GGUF (openjev: scripts/dev/decision_models.py), which llama.cpp's own decision
-    engine scores: the adapter runs the image's llama-server as its child."""
-    path = decision_model("openjev")
+    """The image on a decision-typed GGUF (clef, a joint head that reads the embeddings output:
+    scripts/dev/decision_models.py), which llama.cpp's own decision engine scores: the adapter runs the image's
+    llama-server as its child."""
+    path = decision_model("clef")
     yield from serve_until_ready(decision_image, {path.name: path})
 
 

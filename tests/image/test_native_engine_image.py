@@ -1,6 +1,6 @@
 """The decision image on a decision-typed GGUF: the adapter in front of the image's own llama-server.
 
-One container of the built image on the openjev test model (scripts/dev/decision_models.py): /ping, a System One
+One container of the built image on the clef test model (scripts/dev/decision_models.py): /ping, a System One
 request on /invocations scored by llama.cpp's decision engine, and the child llama-server as this machine's /proc
 shows it (what `ps` and `ss` inside the container would read; the stand-in base has neither): ours, from
 /opt/semif, with our libraries mapped, listening on 127.0.0.1 only. On the stand-in, whose /opt/llama.cpp/bin/
@@ -70,7 +70,7 @@ def test_ping_and_a_system_one_decision_on_invocations(native_serving: Serving) 
                        json={"model": "jev-latest", "state": STATE, "questions": QUESTIONS})
     assert reply.status_code == 200, f"{reply.text}\n{native_serving.container.logs()}"
     body = reply.json()
-    assert body["x_scoring"] == "native:openjev" and list(body["answers"]) == list(QUESTIONS)
+    assert body["x_scoring"] == "native:clef" and list(body["answers"]) == list(QUESTIONS)
     route = body["answers"]["route"]["probabilities"]
     assert set(route) == set(QUESTIONS["route"]["criteria"]) and math.isclose(sum(route.values()), 1, abs_tol=1e-9)
     assert 0 <= body["answers"]["angry"]["noul"] <= 1

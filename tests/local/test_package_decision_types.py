@@ -59,12 +59,25 @@ def test_an_unknown_decision_type_is_refused_naming_the_key_and_the_supported_ty
 
 
 @pytest.mark.parametrize("declared", ["kev", "laya", "clef"])
-def test_a_type_with_a_head_of_its_own_is_refused_naming_it_and_what_is_served(tmp_path: Path, declared: str) -> None:
-    result = run_cli("package", str(declaring(tmp_path / f"{declared}.gguf", declared)), "-o",
-                     str(tmp_path / "out.tar.gz"))
+def test_a_head_that_reads_the_embeddings_is_packaged_with_what_it_does(tmp_path: Path, declared: str) -> None:
+    """The facts name the type's head and what a caller must know of it (joint answers, sorted options, the cut)."""
+    out = tmp_path / "model.tar.gz"
+    built = run_cli("package", str(decision_model(declared)), "-o", str(out))
+    assert built.returncode == 0, built.stderr
+    lines = built.stdout.splitlines()
+    assert f"decisions:     decision model: {declared} (llama.cpp's own decision engine)" in lines
+    head = next(line for line in lines if line.startswith("decision head: "))
+    assert head == "decision head: " + DECISION_TYPES[declared].reads + "; at most 255 options; " + ", ".join(
+        DECISION_TYPES[declared].semantics()) + (" (max_head_tokens 128)" if declared == "laya" else "")
+    assert head in run_cli("check", str(out)).stdout.splitlines()
+
+
+def test_a_type_of_a_newer_llama_cpp_is_refused_naming_the_build(tmp_path: Path) -> None:
+    result = run_cli("package", str(declaring(tmp_path / "d1.gguf", "lfm2-d1")), "-o", str(tmp_path / "out.tar.gz"))
     assert result.returncode == 2, result.stdout
-    assert f"llama.decision.type = '{declared}': a head of its own (" in result.stderr
-    assert "that this toolkit has not tested and does not serve yet (served: openjev, lev, nimble)" in result.stderr
+    assert f"llama.decision.type = 'lfm2-d1' is not a decision type llama.cpp {PINNED_LLAMA_CPP} serves" \
+           in result.stderr
+    assert "it is served by llama.cpp's stable releases (v1.0.0, 2026-11-13, and later)" in result.stderr
     assert not (tmp_path / "out.tar.gz").exists()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -194,8 +195,7 @@ class NativeDecisionService:
         names = _unique_names(group)
         refused = [self._over_limit(question) for question in group]
         if any(refused):
-            return [error or RequestError("not_scored", "another question of this request was refused")
-                    for error in refused]
+            return [error or _not_scored() for error in refused]
         body = {"state": group[0].state, "questions": {
             name: _native_question(question) for name, question in zip(names, group, strict=True)}}
         server = self.server
@@ -214,7 +214,11 @@ class NativeDecisionService:
         finally:
             self._waiting.discard(call)
         if reply.status != 200:
-            refusal = _refusal(reply)
+            refusal = self._over_one_batch(reply) or _refusal(reply)
+            over = _over_the_heads_limit(reply)
+            if over is not None:  # the head's own limit, lower than the type's (lev's codes that are single tokens)
+                name, count, limit = over
+                return [self._too_many(count, limit) if own == name else _not_scored() for own in names]
             return [refusal for _ in group]
         answers = reply.document.get("answers", {}) if isinstance(reply.document, dict) else {}
         usage = reply.document.get("usage", {}) if isinstance(reply.document, dict) else {}
@@ -241,12 +245,28 @@ class NativeDecisionService:
         cut = self._cut
         return reply, [cut.length(body["state"], name, question) for name, question in body["questions"].items()]
 
+    def _over_one_batch(self, reply: NativeReply) -> RequestError | None:
+        """A joint head (clef) reads its scores from the rows of the prompt's last physical batch: a request longer
+        than one batch can leave it rows short, and llama-server answers 500. The slots were cleared first (no cached
+        prefix shortened that batch), so the request's length is the cause, the caller's to fix."""
+        error = reply.document.get("error", {}) if isinstance(reply.document, dict) else {}
+        message = error.get("message") if isinstance(error, dict) else None
+        if not self.decision.joint or reply.status != 500 or message != "failed to get embeddings":
+            return None
+        return RequestError("options_too_long", f"the request is too long for a '{self.decision.name}' decision "
+                            "model: its joint head reads every score from the last physical batch of the prompt, and "
+                            "a prompt longer than one batch of SM_LLAMA_CPP_UBATCH_SIZE tokens (512 unless set) can "
+                            "leave it short of rows", "decision.options")
+
     def _over_limit(self, question: Question) -> RequestError | None:
         limit = self.decision.option_limit
         if question.asked is None or len(question.answers) <= limit:
             return None
-        return RequestError("too_many_options", f"{len(question.answers)} options, more than the {limit} a "
-                            f"'{self.decision.name}' decision model can tell apart", f"decision.options[{limit}]")
+        return self._too_many(len(question.answers), limit)
+
+    def _too_many(self, count: int, limit: int) -> RequestError:
+        return RequestError("too_many_options", f"{count} options, more than the {limit} a '{self.decision.name}' "
+                            "decision model can tell apart", f"decision.options[{limit}]")
 
     def _decided(self, question: Question, probabilities: list[float], tokens: int, forward_ms: float,
                  timing: Timing, *, warnings: list[str]) -> Decided:
@@ -324,6 +344,26 @@ def _shares(total: int, count: int) -> list[int]:
     return [share + (rest if index == 0 else 0) for index in range(count)]
 
 
+def _not_scored() -> RequestError:
+    return RequestError("not_scored", "another question of this request was refused")
+
+
+TOO_MANY_OPTIONS = re.compile(r"questions\.(?P<name>.+): too many options \((?P<count>\d+)\), this model supports at "
+                              r"most (?P<limit>\d+)")
+
+
+OVER_ONE_BATCH = re.compile(r"the question and its options \(\d+ tokens\) are too large to process")
+
+
+def _over_the_heads_limit(reply: NativeReply) -> tuple[str, int, int] | None:
+    """llama-server's 400 for a question with more options than the loaded head has labels: (name, count, limit)."""
+    error = reply.document.get("error", {}) if isinstance(reply.document, dict) else {}
+    found = TOO_MANY_OPTIONS.search(str(error.get("message", ""))) if isinstance(error, dict) else None
+    if reply.status != 400 or found is None:
+        return None
+    return found["name"], int(found["count"]), int(found["limit"])
+
+
 def _refusal(reply: NativeReply) -> ServiceError:
     """llama-server's error, in our terms: its 400 is the caller's mistake (the door names it in its own shape);
     a model that could not evaluate (500) or any other status is the engine's, 503 and retryable."""
@@ -332,6 +372,10 @@ def _refusal(reply: NativeReply) -> ServiceError:
     if reply.status == 400 and isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
         return PromptTooLongError(int(error.get("n_prompt_tokens") or 0), int(error.get("n_ctx") or 0),
                                   "the decision model's prompt for one question", "decision.state")
+    if reply.status == 400 and OVER_ONE_BATCH.search(message):
+        return RequestError("options_too_long", f"{message}: a head that reads the embeddings output (kev, laya, "
+                            "clef) reads a question and its options in one physical batch, "
+                            "SM_LLAMA_CPP_UBATCH_SIZE tokens", "decision.options")
     if reply.status == 400:
         return RequestError("invalid_request", f"the decision model refused the request: {message}")
     LOG.warning("native decision server answered %d: %s", reply.status, message)

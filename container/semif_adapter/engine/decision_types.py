@@ -28,6 +28,9 @@ class DecisionType:
     sorted_options: bool = False  # a choice's options reach the head in key order, not the caller's
     truncates: bool = False  # question and options are cut to the head's max_head_tokens, as it was trained
     flattens_state: bool = False  # structured state, instructions and options are rendered as plain text
+    # reads the embeddings output: llama.cpp's embedding mode, where a question and its options must fit one
+    # physical batch (SM_LLAMA_CPP_UBATCH_SIZE, 512 by default)
+    reads_embeddings: bool = False
 
     @property
     def independent(self) -> bool:
@@ -45,6 +48,8 @@ class DecisionType:
             said.append("cuts long questions and options to its max_head_tokens (answers say so)")
         if self.flattens_state:
             said.append("flattens structured state to text")
+        if self.reads_embeddings:
+            said.append("reads a question and its options in one batch of SM_LLAMA_CPP_UBATCH_SIZE tokens")
         return said
 
 
@@ -54,13 +59,13 @@ DECISION_TYPES: dict[str, DecisionType] = {t.name: t for t in (
     DecisionType("lev", "codes A..Z, AA..ZZ that are single tokens; a choice read forward and reversed, noul "
                  "from a 9-point rating (A..I)", 255),
     DecisionType("kev", "hidden states at the last token and at one <|box_end|> per option, a scaled dot product",
-                 255, flattens_state=True),
+                 255, flattens_state=True, reads_embeddings=True),
     DecisionType("nimble", "lev's codes, with every question of the request in the prompt", 255,
                  lists_questions=True),
     DecisionType("laya", "an encoder's output at one mask token per option, in the column of the question's type",
-                 255, truncates=True),
+                 255, truncates=True, reads_embeddings=True),
     DecisionType("clef", "every question of the request in one prompt, the score of each option read from one row "
-                 "of the embeddings output", 255, joint=True, sorted_options=True),
+                 "of the embeddings output", 255, joint=True, sorted_options=True, reads_embeddings=True),
 )}
 
 # Types that newer llama.cpp builds know and the pinned one does not: refused naming the build that brings them.

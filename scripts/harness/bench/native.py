@@ -64,14 +64,19 @@ def native_arguments(log_text: str) -> dict[str, Any]:
 
 
 class DirectServer:
-    """llama-server started with another server's arguments on a port of its own, warmed up with `warmup`."""
+    """llama-server started with another server's arguments on a port and a slot directory of its own, warmed up
+    with `warmup` if one is given (without: a fresh server, whose first answer is the reference of every answer
+    the adapter gives)."""
 
-    def __init__(self, arguments: list[str], warmup: dict[str, Any]) -> None:
+    def __init__(self, arguments: list[str], warmup: dict[str, Any] | None = None) -> None:
         from semif_adapter.engine.native_server import free_port  # the adapter's, where it is installed
 
         self.port = free_port()
+        self._slot_dir = tempfile.TemporaryDirectory(prefix="semif-direct-slots-")
         arguments = list(arguments)
         arguments[arguments.index("--port") + 1] = str(self.port)
+        if "--slot-save-path" in arguments:
+            arguments[arguments.index("--slot-save-path") + 1] = self._slot_dir.name
         started = time.perf_counter()
         self.process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=300)
@@ -87,7 +92,7 @@ class DirectServer:
                 raise RuntimeError("the direct llama-server did not start")
             time.sleep(0.02)
         self.start_s = time.perf_counter() - started
-        if self.ask(warmup).status_code != 200:
+        if warmup is not None and self.ask(warmup).status_code != 200:
             raise RuntimeError("the direct llama-server refused the warm-up")
 
     def ask(self, body: dict[str, Any]) -> httpx.Response:
@@ -98,6 +103,16 @@ class DirectServer:
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(30)
+        self._slot_dir.cleanup()
+
+
+def fresh_answer(arguments: list[str], body: dict[str, Any]) -> httpx.Response:
+    """What a llama-server started with `arguments` answers to `body` as its first request: a server per call."""
+    server = DirectServer(arguments)
+    try:
+        return server.ask(body)
+    finally:
+        server.stop()
 
 
 def _timed(post: Callable[[dict[str, Any]], httpx.Response], body: dict[str, Any]) -> float:
