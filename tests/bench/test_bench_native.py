@@ -5,18 +5,22 @@ from __future__ import annotations
 from scripts.harness.bench.native import native_arguments, report
 
 
-def test_the_report_says_whether_each_target_was_met():
-    result = {"model": "m.gguf", "decision_type": "openjev", "arguments": ["llama-server", "--parallel", "1"],
-              "latency": [{"questions": 1, "p50_ms": {"ours": 101.0, "direct": 100.0}, "paired_ratio": 1.01,
-                           "met": True},
-                          {"questions": 4, "p50_ms": {"ours": 110.0, "direct": 100.0}, "paired_ratio": 1.1,
-                           "met": False}],
-              "throughput": {"ours": 9.0, "direct": 10.0, "ratio": 0.9, "met": False},
-              "cold_start": {"adapter_ping_s": 3.0, "native_start_s": 0.5, "direct_health_s": 0.4},
-              "machine": "x86_64, 2 CPUs", "measured": "2026-12-05 03:00 UTC"}
-    text = report(result, "python -m scripts.harness.bench.native")
-    assert "1.010x met" in text and "1.100x MISSED" in text and "0.900x MISSED" in text
-    assert "`--parallel 1`" in text and "python -m scripts.harness.bench.native" in text and "3.00 s" in text
+def test_the_report_says_whether_each_target_was_met_per_type_and_what_jevcompat_found():
+    run = {"model": "m.gguf", "decision_type": "clef", "arguments": ["llama-server", "--parallel", "1"],
+           "latency": [{"questions": 1, "p50_ms": {"ours": 101.0, "direct": 100.0}, "paired_ratio": 1.01,
+                        "met": True},
+                       {"questions": 4, "p50_ms": {"ours": 110.0, "direct": 100.0}, "paired_ratio": 1.1,
+                        "met": False}],
+           "throughput": {"ours": 9.0, "direct": 10.0, "ratio": 0.9, "met": False},
+           "cold_start": {"adapter_ping_s": 3.0, "native_start_s": 0.5, "direct_health_s": 0.4},
+           "conformance": {"summary": "MUST 32/32, SHOULD 12/13",
+                           "not_passed": {"semantics.question-order": "moved by 0.375"}}}
+    text = report({"runs": [run], "command": "python -m scripts.harness.bench.native --type clef",
+                   "machine": "x86_64, 2 CPUs", "measured": "2026-12-05 03:00 UTC"})
+    assert "**1.010x** met" in text and "**1.100x** MISSED" in text and "**0.900x** MISSED" in text
+    assert "`--parallel 1`" in text and "python -m scripts.harness.bench.native --type clef" in text
+    assert "| `clef` | MUST 32/32, SHOULD 12/13 | `semantics.question-order`: moved by 0.375 |" in text
+    assert "3.00 (0.50) / 0.40" in text
 
 
 def test_the_native_servers_line_is_found_in_the_adapters_log():

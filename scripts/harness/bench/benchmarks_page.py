@@ -282,24 +282,17 @@ def small_sections(bench: Path) -> list[str]:
 
 
 def _native_lines(path: Path) -> list[str]:
-    """A decision model on the native path against llama-server called directly (scripts/harness/bench/native.py)."""
-    if not path.is_file():
+    """Decision models on the native path against llama-server called directly (scripts/harness/bench/native.py):
+    the run's own report, one row per type."""
+    report = path.with_suffix(".md")
+    if not path.is_file() or not report.is_file():
         return []
     result = json.loads(path.read_text())
-    rate, cold = result["throughput"], result["cold_start"]
-    rows = [[f"p50, {row['questions']} question(s) per request (ms)", row["p50_ms"]["ours"], row["p50_ms"]["direct"],
-             f"{row['paired_ratio']:.3f}x (target <= {row['target']}, {'met' if row['met'] else 'missed'})"]
-            for row in result["latency"]]
-    rows.append(["decisions/s, 4 clients", f"{rate['ours']:.2f}", f"{rate['direct']:.2f}",
-                 f"{rate['ratio']:.3f}x (target >= {rate['target']}, {'met' if rate['met'] else 'missed'})"])
-    rows.append(["cold start to ready (s)", f"{cold['adapter_ping_s']:.2f}", f"{cold['direct_health_s']:.2f}",
-                 f"of ours, the native server's own start {cold['native_start_s']:.2f} s"])
-    return ["### A decision model: the native path against llama-server", "",
+    return ["### Decision models: the native path against llama-server", "",
             f"{result['measured']}, {result['machine']}; `{result['command']}` ([{_link(path)}]({_link(path)})): "
-            f"`{result['model']}` (decision type `{result['decision_type']}`, metadata only on the embedded model) "
-            "through our `/v1/systemone` and through a llama-server started with the adapter's own arguments, "
-            "systems taking turns ([decision-models.md](decision-models.md)).", "",
-            *_table(["figure", "ours", "llama-server", "ours / llama-server"], rows)]
+            "each type's test model (metadata on the embedded model) through our `/v1/systemone` and through a "
+            "llama-server started with the adapter's own arguments, systems taking turns "
+            "([decision-models.md](decision-models.md)).", "", *report.read_text().splitlines()]
 
 
 def _quantization_lines(path: Path) -> list[str]:

@@ -1,6 +1,11 @@
 """What our doors cost on a decision model: the adapter's native path against llama-server b11434 called directly.
 
-    python -m scripts.harness.bench.native [--type openjev] [--rounds 30] [--requests 12] [--turns 1] [--out DIR]
+    python -m scripts.harness.bench.native [--type openjev ...] [--rounds 30] [--requests 12] [--turns 1]
+        [--conformance] [--out DIR]
+
+Each type named (every type llama.cpp b11434 serves: `--type all`) in turn, one run; `--conformance` also runs the
+public System One suite (`jevcompat test`, unmodified, with a key) against the adapter on each type and keeps its
+verdict and counts per type.
 
 Same file (a decision-typed copy of the embedded model, scripts/dev/decision_models.py), same requests, and the same
 llama-server command line: the direct server is started with the arguments the adapter logged for its own, so the
@@ -14,6 +19,9 @@ only difference is the adapter in front (HTTP, validation, admission, translatio
   the turns, target ours / direct >= 0.97;
 - cold start: the adapter's process start to `/ping` 200, and of it the native server's own start (`start_ms`),
   against the direct server's process start to `/health` 200.
+
+The adapter clears llama-server's slots before every request (its answers are a fresh server's); the direct server
+keeps its cached path, so the ratios are what that costs as well as what the doors cost.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ START_TIMEOUT_S = 180.0
 # cores: a system asked right after the other ran about 1.5x slower, whichever it was (measured: the first run of
 # this bench, 2026-12-05). Each turn starts after this pause.
 SETTLE_S = 1.0
+API_KEY = "sk-semif-bench-native"  # jevcompat checks authentication too: the adapter runs with a key
 
 
 def native_arguments(log_text: str) -> dict[str, Any]:
@@ -157,76 +166,113 @@ def throughput(post: Callable[[dict[str, Any]], httpx.Response], requests: int, 
     return CLIENTS * requests * THROUGHPUT_QUESTIONS / (time.perf_counter() - started)
 
 
-def report(result: dict[str, Any], command: str) -> str:
-    lines = [f"Model: `{result['model']}` (decision type `{result['decision_type']}`, metadata only); llama-server "
-             f"`{' '.join(result['arguments'][1:])}`", "",
-             "| questions | ours p50 ms | direct p50 ms | ours / direct, paired per round (target <= 1.03) |",
-             "|---|---|---|---|"]
-    for row in result["latency"]:
-        lines.append(f"| {row['questions']} | {row['p50_ms']['ours']} | {row['p50_ms']['direct']} | "
-                     f"{row['paired_ratio']:.3f}x {'met' if row['met'] else 'MISSED'} |")
-    rate = result["throughput"]
-    lines += ["", f"| {CLIENTS} clients, {THROUGHPUT_QUESTIONS} questions per request | ours | direct | ours / direct "
-              f"(target >= {THROUGHPUT_TARGET}) |", "|---|---|---|---|",
-              f"| decisions/s | {rate['ours']:.2f} | {rate['direct']:.2f} | {rate['ratio']:.3f}x "
-              f"{'met' if rate['met'] else 'MISSED'} |", "",
-              f"Cold start: the adapter, process start to `/ping` 200, {result['cold_start']['adapter_ping_s']:.2f} s "
-              f"(its native server's own start {result['cold_start']['native_start_s']:.2f} s); llama-server "
-              f"alone, process start to `/health` 200, {result['cold_start']['direct_health_s']:.2f} s.", "",
-              f"Command: `{command}`; {result['machine']}, {result['measured']}."]
+def report(result: dict[str, Any]) -> str:
+    """One table of every type's figures against their targets, and each type's conformance where it was run."""
+    lines = ["| type | p50 ms, 1 question: ours / direct | p50 ms, 4 questions: ours / direct | "
+             f"decisions/s, {CLIENTS} clients: ours / direct | cold start s: ours (its server) / direct |",
+             "|---|---|---|---|---|"]
+    for run in result["runs"]:
+        one, four = run["latency"]
+        rate, cold = run["throughput"], run["cold_start"]
+        cells = [f"{row['p50_ms']['ours']:.0f} / {row['p50_ms']['direct']:.0f}: **{row['paired_ratio']:.3f}x** "
+                 f"{'met' if row['met'] else 'MISSED'}" for row in (one, four)]
+        lines.append(f"| `{run['decision_type']}` | {cells[0]} | {cells[1]} | {rate['ours']:.2f} / "
+                     f"{rate['direct']:.2f}: **{rate['ratio']:.3f}x** {'met' if rate['met'] else 'MISSED'} | "
+                     f"{cold['adapter_ping_s']:.2f} ({cold['native_start_s']:.2f}) / {cold['direct_health_s']:.2f} |")
+    server = " ".join(result["runs"][0]["arguments"][1:])
+    lines += ["", f"Targets: p50 at most {P50_TARGET}x llama-server's (the median of the per-round ratios), "
+              f"decisions/s at least {THROUGHPUT_TARGET}x. llama-server: `{server}` (each type's own model)."]
+    checked = [run for run in result["runs"] if run.get("conformance")]
+    if checked:
+        lines += ["", "| type | jevcompat | not passed |", "|---|---|---|"]
+        lines += [f"| `{run['decision_type']}` | {run['conformance']['summary']} | "
+                  + ("; ".join(f"`{rid}`: {why}" for rid, why in run["conformance"]["not_passed"].items()) or "none")
+                  + " |" for run in checked]
+    lines += ["", f"Command: `{result['command']}`; {result['machine']}, {result['measured']}."]
     return "\n".join(lines)
 
 
+def bench_type(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """One type: the adapter and a direct llama-server like its own, taking turns; jevcompat if asked."""
+    from semif_adapter.core.native_service import WARMUP_REQUEST
+
+    model = decision_model(name)
+    keys = work / f"{name}-keys.txt"
+    from semif_adapter.doors.api_keys import HASH_PREFIX, digest
+
+    keys.write_text(f"bench {HASH_PREFIX}{digest(API_KEY).hex()}\n")
+    env = {"SM_LLAMA_CPP_MODEL": str(model), "SEMIF_RESULT_CACHE_ENTRIES": "0",
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+           **({"SEMIF_API_KEYS_FILE": str(keys)} if args.conformance else {})}
+    started = time.perf_counter()
+    container = start_decision_container("decision", env, work / name)
+    direct = None
+    headers = {"Authorization": f"Bearer {API_KEY}"} if args.conformance else {}
+    try:
+        wait_for_ping(container.child, container.url + "/ping", START_TIMEOUT_S)
+        adapter_ping_s = time.perf_counter() - started
+        log_path = container.child.log_path
+        ready = native_arguments(log_path.read_text() if log_path else "")
+        direct = DirectServer(ready["arguments"], WARMUP_REQUEST)
+        with httpx.Client(base_url=container.url, timeout=300, headers=headers) as client:
+            posts: dict[str, Callable[[dict[str, Any]], httpx.Response]] = {
+                "ours": lambda body: client.post("/v1/systemone", json=body), "direct": direct.ask}
+            rows = [latency(posts, count, args.rounds, 1 + 10_000 * position) for position, count in enumerate(COUNTS)]
+            rates: dict[str, list[float]] = {system: [] for system in SYSTEMS}
+            for turn, order in enumerate((SYSTEMS, SYSTEMS[::-1]) * args.turns):
+                for position, system in enumerate(order):
+                    time.sleep(SETTLE_S)
+                    rates[system].append(throughput(posts[system], args.requests,
+                                                    100_000 + 1_000 * (2 * turn + position)))
+        direct_health_s = direct.start_s
+        direct.stop()
+        direct = None
+        conformance = conformance_of(container.url, work / f"{name}-jevcompat.json") if args.conformance else None
+    finally:
+        if direct is not None:
+            direct.stop()
+        container.child.stop(timeout_s=30)
+    ours, theirs = statistics.fmean(rates["ours"]), statistics.fmean(rates["direct"])
+    ratio = round(ours / theirs, 3)
+    return {"model": model.name, "decision_type": name, "arguments": ready["arguments"], "latency": rows,
+            "throughput": {"ours": ours, "direct": theirs, "turns": rates, "ratio": ratio,
+                           "target": THROUGHPUT_TARGET, "met": ratio >= THROUGHPUT_TARGET},
+            "cold_start": {"adapter_ping_s": adapter_ping_s, "native_start_s": ready["start_ms"] / 1000,
+                           "direct_health_s": direct_health_s},
+            "conformance": conformance}
+
+
+def conformance_of(url: str, report_path: Path) -> dict[str, Any]:
+    """jevcompat's verdict, its counts, and every check that did not pass with its first finding."""
+    done = subprocess.run([str(Path(sys.executable).with_name("jevcompat")), "test", url, "--json", str(report_path),
+                           "--timeout", "300", "--key", API_KEY], capture_output=True, text=True, check=False)
+    if not report_path.exists():
+        raise RuntimeError(f"jevcompat wrote no report: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+    found = json.loads(report_path.read_text())
+    failed = {r["id"]: (r.get("findings") or [{}])[0].get("message", r["status"]) for r in found["results"]
+              if r["status"] not in {"pass", "skip"}}
+    summary = done.stdout.strip().splitlines()[-2] if done.stdout.strip() else ""
+    return {"summary": summary, "not_passed": failed}
+
+
 def main(argv: list[str] | None = None) -> int:
+    from semif_adapter.engine.decision_types import DECISION_TYPES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--type", default="openjev", choices=["openjev", "lev", "nimble"])
+    parser.add_argument("--type", nargs="+", default=["openjev"], choices=[*DECISION_TYPES, "all"])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--requests", type=int, default=12, help="requests per client in the throughput turn")
     parser.add_argument("--turns", type=int, default=1, help="pairs of throughput turns (each order once per pair)")
+    parser.add_argument("--conformance", action="store_true", help="also run jevcompat on each type")
     parser.add_argument("--out", type=Path, help="write native.json and native.md here")
     args = parser.parse_args(argv)
-    from semif_adapter.core.native_service import WARMUP_REQUEST
-
-    model = decision_model(args.type)
-    env = {"SM_LLAMA_CPP_MODEL": str(model), "SEMIF_RESULT_CACHE_ENTRIES": "0",
-           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
-    with tempfile.TemporaryDirectory(prefix="bench-native-") as logs:
-        started = time.perf_counter()
-        container = start_decision_container("decision", env, Path(logs))
-        direct = None
-        try:
-            wait_for_ping(container.child, container.url + "/ping", START_TIMEOUT_S)
-            adapter_ping_s = time.perf_counter() - started
-            log_path = container.child.log_path
-            ready = native_arguments(log_path.read_text() if log_path else "")
-            direct = DirectServer(ready["arguments"], WARMUP_REQUEST)
-            with httpx.Client(base_url=container.url, timeout=300) as client:
-                posts: dict[str, Callable[[dict[str, Any]], httpx.Response]] = {
-                    "ours": lambda body: client.post("/v1/systemone", json=body), "direct": direct.ask}
-                rows = [latency(posts, count, args.rounds, 1 + 10_000 * position)
-                        for position, count in enumerate(COUNTS)]
-                rates: dict[str, list[float]] = {system: [] for system in SYSTEMS}
-                for turn, order in enumerate((SYSTEMS, SYSTEMS[::-1]) * args.turns):
-                    for position, system in enumerate(order):
-                        time.sleep(SETTLE_S)
-                        rates[system].append(throughput(posts[system], args.requests,
-                                                        100_000 + 1_000 * (2 * turn + position)))
-        finally:
-            if direct is not None:
-                direct.stop()
-            container.child.stop(timeout_s=30)
-    ours, theirs = statistics.fmean(rates["ours"]), statistics.fmean(rates["direct"])
-    ratio = round(ours / theirs, 3)
-    result = {"model": model.name, "decision_type": args.type, "arguments": ready["arguments"], "latency": rows,
-              "throughput": {"ours": ours, "direct": theirs, "turns": rates, "ratio": ratio,
-                             "target": THROUGHPUT_TARGET, "met": ratio >= THROUGHPUT_TARGET},
-              "cold_start": {"adapter_ping_s": adapter_ping_s, "native_start_s": ready["start_ms"] / 1000,
-                             "direct_health_s": direct.start_s if direct else None},
-              "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
-              "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    names = list(DECISION_TYPES) if "all" in args.type else args.type
+    with tempfile.TemporaryDirectory(prefix="bench-native-") as work:
+        runs = [bench_type(name, args, Path(work)) for name in names]
     command = ("python -m scripts.harness.bench.native " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    result["command"] = command
-    text = report(result, command)
+    result = {"runs": runs, "command": command, "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
+              "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    text = report(result)
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
