@@ -137,7 +137,10 @@ class NativeDecisionService:
         def tokenize(text: str) -> list[int]:
             reply = server.call("POST", "/tokenize", {"content": text, "add_special": False, "parse_special": True},
                                 CALL_TIMEOUT_SECONDS)
-            return [int(token) for token in reply.document["tokens"]]
+            tokens = reply.document.get("tokens") if isinstance(reply.document, dict) else None
+            if reply.status != 200 or not isinstance(tokens, list):
+                raise NativeUnavailableError(f"llama-server did not tokenize: {reply.status}")
+            return [int(token) for token in tokens]
 
         return LayaCut(info.systemone_template, tokenize, max_head_tokens=info.max_head_tokens,
                        mask=info.mask_token_id, separator=info.separator_token_id,

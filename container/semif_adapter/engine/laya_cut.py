@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jinja2 import Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 MAX_OPTION_TOKENS = 48  # server_decision_context::max_option_tokens
@@ -65,17 +66,26 @@ class LayaCut:
                  mask_text: str) -> None:
         environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         environment.filters["tojson"] = lambda value: json.dumps(value, ensure_ascii=False)
-        self._template = environment.from_string(template)
+        try:
+            self._template: Template | None = environment.from_string(template)
+        except TemplateError:  # llama.cpp's Jinja reads it, ours does not: every answer may have been cut
+            self._template = None
         self.max_head_tokens = max_head_tokens
         self._mask, self._separator, self._mask_text = mask, separator, mask_text
         self._tokenize = tokenize
 
     def length(self, state: Any, name: str, question: dict[str, Any]) -> HeadLength | None:
-        """The prompt's tokens before and after the cut; None where the rendered layout is not laya's (llama-server
-        refuses such a prompt itself)."""
+        """The prompt's tokens before and after the cut; None where the template does not render here or the layout
+        is not laya's (llama-server refuses such a prompt itself)."""
         values = _replaced({"id": name, "type": question["type"], "instructions": question["instructions"],
                             "state": state, "options": native_options(question)}, self._mask_text, " ")
-        tokens = self._tokenize(self._template.render(**values, images=[]))
+        try:
+            rendered = self._template.render(**values, images=[]) if self._template else None
+        except TemplateError:
+            rendered = None
+        if rendered is None:
+            return None
+        tokens = self._tokenize(rendered)
         return self._cut(tokens, len(values["options"]))
 
     def _cut(self, tokens: list[int], count: int) -> HeadLength | None:
