@@ -20,8 +20,10 @@ from support.systemone import many_options
 from scripts.dev.build_llama_cpp import fetch_source
 from scripts.dev.decision_models import decision_model, write_decision_model
 from scripts.harness.bench.native import fresh_answer, native_arguments
+from semif_adapter.core.native_service import OVER_ONE_BATCH, over_the_heads_limit
 from semif_adapter.engine.decision_types import DECISION_TYPES, NEWER_TYPES, PINNED_LLAMA_CPP
 from semif_adapter.engine.embedded_model import embedded_model_path
+from semif_adapter.engine.native_server import NativeReply
 
 STATE = "I was charged twice for my order last week and nobody has replied."
 ROUTE = {"type": "choice", "instructions": "Which team should handle this?",
@@ -159,3 +161,20 @@ def test_the_type_table_is_the_pinned_llama_cpps_own_list() -> None:
     known = [name.lower().replace("_", "-") for name in names if name not in {"NONE", "UNKNOWN"}]
     assert known == list(DECISION_TYPES)
     assert not set(NEWER_TYPES) & set(known)
+
+
+def test_llama_servers_own_limit_messages_are_read_as_the_pinned_source_writes_them() -> None:
+    """The head's option limit (lev's single-token codes) and the embedding heads' batch are llama-server's to
+    enforce; the adapter reads its messages, whose format strings are taken here from the pinned sdist."""
+    with tarfile.open(fetch_source()) as sdist:
+        sources = {name: sdist.extractfile(next(m for m in sdist.getmembers() if m.name.endswith(name)))
+                   for name in ("tools/server/server-decision.cpp", "tools/server/server-context.cpp")}
+        texts = {name: stream.read().decode() for name, stream in sources.items() if stream is not None}
+    options = re.search(r'err\(string_format\("(too many options [^"]+)"', texts["tools/server/server-decision.cpp"])
+    batch = re.search(r'"(the question and its options \(%d tokens\) are too large to process\. )"',
+                      texts["tools/server/server-context.cpp"])
+    assert options is not None and batch is not None
+    message = "questions.queue: " + options.group(1).replace("%zu", "300", 1).replace("%zu", "37", 1)
+    reply = NativeReply(400, {"error": {"code": 400, "message": message, "type": "invalid_request_error"}}, 1.0)
+    assert over_the_heads_limit(reply) == ("queue", 300, 37)
+    assert OVER_ONE_BATCH.search(batch.group(1).replace("%d", "1423"))

@@ -218,7 +218,7 @@ class NativeDecisionService:
             self._waiting.discard(call)
         if reply.status != 200:
             refusal = self._over_one_batch(reply) or _refusal(reply)
-            over = _over_the_heads_limit(reply)
+            over = over_the_heads_limit(reply)
             if over is not None:  # the head's own limit, lower than the type's (lev's codes that are single tokens)
                 name, count, limit = over
                 return [self._too_many(count, limit) if own == name else _not_scored() for own in names]
@@ -358,7 +358,7 @@ TOO_MANY_OPTIONS = re.compile(r"questions\.(?P<name>.+): too many options \((?P<
 OVER_ONE_BATCH = re.compile(r"the question and its options \(\d+ tokens\) are too large to process")
 
 
-def _over_the_heads_limit(reply: NativeReply) -> tuple[str, int, int] | None:
+def over_the_heads_limit(reply: NativeReply) -> tuple[str, int, int] | None:
     """llama-server's 400 for a question with more options than the loaded head has labels: (name, count, limit)."""
     error = reply.document.get("error", {}) if isinstance(reply.document, dict) else {}
     found = TOO_MANY_OPTIONS.search(str(error.get("message", ""))) if isinstance(error, dict) else None
