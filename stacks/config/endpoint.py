@@ -1,7 +1,7 @@
 """The settings of one endpoint (`chat`, `decision`): hosting, scaling, alarms, capture, and the shared endpoint's.
 
 Bounds within one block are checked here, by the models; rules across blocks and keys (a mode's required and
-refused keys, placement on the shared instances) are in hosting_rules.py and rules.py.
+refused keys, placement on the shared instances) are in hosting/ (one module per mode) and rules.py.
 """
 
 from __future__ import annotations

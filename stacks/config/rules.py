@@ -103,13 +103,11 @@ def _check_image_build(settings: EnvironmentSettings) -> Problems:
                          f"{build.timeout_minutes} minutes is too short for the CUDA image: the build pulls the CUDA "
                          "builder and the CUDA DLC (several GB each) and compiles the CUDA kernels; CodeBuild stops it "
                          f"at the timeout and the deployment fails; use at least {GPU_BUILD_MIN_MINUTES}"))
-    for instance_type in settings.decision_instance_types():
+    for key, instance_type in settings.mode_of("decision").instance_types(settings, "decision"):
         if instance_problem(instance_type, settings.accelerator):
             continue  # reported under the instance type's own key
         family = describe_instance(instance_type).family
         if family not in CUDA_ARCHITECTURES:
-            key = "decision.instance_type" if settings.hosting_of("decision") == "dedicated" else \
-                "shared_endpoint.instance_type"
             problems.append((key, f"no CUDA architecture is known for instance family {family!r} "
                                   "(stacks/config/cuda_architectures.py), so the image cannot be built for it"))
     return problems

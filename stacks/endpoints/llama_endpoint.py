@@ -11,8 +11,9 @@ What is deliberately fixed here, for every mode:
 - who may invoke the model is granted here (`grant_invoke`): InvokeEndpoint on its endpoint, and on its inference
   component where the endpoint is shared.
 
-The mode decides what serves the model: its own endpoint (`dedicated`, or `serverless` for the decision model:
-own_endpoint.py) or an inference component on the shared endpoint (`shared`: component.py, shared_endpoint.py).
+The mode decides what serves the model and how its capacity is graphed: each mode is a class of modes/ (its own
+endpoint, `dedicated` or `serverless`; an inference component on the shared endpoint, `shared`), asked, never
+compared by name.
 """
 
 from __future__ import annotations
@@ -37,15 +38,11 @@ from ..operations.notifications import AlarmTopic
 from ..security.nag import acknowledge, logical_id
 from ..security.vpc_access import DESCRIBE_REASON, vpc_acknowledgements, vpc_statements
 from .common import INSTANCE_METRICS_NAMESPACE, INVOKE_ACTIONS, SAGEMAKER_NAMESPACE, VARIANT_NAME
-from .component import inference_component
-from .own_endpoint import own_endpoint
+from .modes import serving_for
 from .shared_endpoint import SharedHostingEndpoint
 from .timeouts import StartupTimeouts
 
 AT_OR_ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-SERVERLESS_ISOLATION = ("SageMaker Serverless Inference does not support network isolation; the config turns it off "
-                        "explicitly for the decision model (decision.network_isolation: false), the documented "
-                        "trade-off of serverless hosting (README, Hosting modes)")
 
 
 @dataclass(frozen=True)
@@ -116,8 +113,6 @@ class LlamaEndpoint(Construct):
                 subnets=props.vpc.subnet_ids, security_group_ids=props.vpc.security_group_ids,
             ) if props.vpc else None,
         )
-        if hosting.mode == "serverless" and not hosting.network_isolation:
-            acknowledge(self.model, {"CKV_AWS_370": SERVERLESS_ISOLATION})
         # CreateModel checks access to the model data with the role as it is at that moment.
         self.model.node.add_dependency(self.policy)
         # A version-pinned artifact is checked first. (The decision image needs no explicit dependency: its
@@ -131,25 +126,12 @@ class LlamaEndpoint(Construct):
         timeouts = StartupTimeouts(model_data_download_s=self.download_s,
                                    container_startup_health_check_s=self.startup_s)
         self.alarms = self._alarms()
-        self.endpoint_config: sagemaker.CfnEndpointConfig | None = None
-        self.endpoint: sagemaker.CfnEndpoint | None = None
-        self.component: sagemaker.CfnInferenceComponent | None = None
-        self.scalable_target: appscaling.ScalableTarget | None = None
-        if hosting.mode == "shared":
-            assert hosting.shared is not None and settings.component is not None  # config: required when shared
-            assert self.component_name is not None
-            served = inference_component(
-                self, component_name=self.component_name, shared_endpoint=hosting.shared.endpoint, model=self.model,
-                settings=settings.component, timeouts=timeouts, auto_rollback=settings.alarms.auto_rollback,
-                rollback_alarms=self.rollback_alarms, log_group=self.log_group)
-            self.component, self.scalable_target = served.component, served.scalable_target
-        else:
-            own = own_endpoint(
-                self, endpoint_name=self.endpoint_name, model=self.model, settings=settings,
-                serverless=hosting.mode == "serverless", timeouts=timeouts, key=props.key,
-                inference_ami_version=props.inference_ami_version, capture_bucket=props.capture_bucket,
-                rollback_alarms=self.rollback_alarms, log_group=self.log_group)
-            self.endpoint_config, self.endpoint, self.scalable_target = own.config, own.endpoint, own.scalable_target
+        self.serving = serving_for(hosting.mode)
+        served = self.serving.serve(self, timeouts)
+        self.endpoint_config: sagemaker.CfnEndpointConfig | None = served.config
+        self.endpoint: sagemaker.CfnEndpoint | None = served.endpoint
+        self.component: sagemaker.CfnInferenceComponent | None = served.component
+        self.scalable_target: appscaling.ScalableTarget | None = served.scalable_target
 
     # ---- who may invoke it -------------------------------------------------------------------------------
 

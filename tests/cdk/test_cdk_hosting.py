@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from cdk_support import Synth, load
 
-from stacks.config.hosting_rules import SERVERLESS_MAX_BODY_BYTES
+from stacks.config.hosting.serverless import SERVERLESS_MAX_BODY_BYTES
 from stacks.endpoints.timeouts import derive_timeouts
 
 KINDS = ("Chat", "Decision")
