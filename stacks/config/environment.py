@@ -15,7 +15,7 @@ from .container_keys import GPU_LAYERS_ALL, GPU_LAYERS_KEY
 from .endpoint import Endpoint, SharedEndpoint
 from .hosting import HostingRules, mode_for
 from .image import DlcImage, ImageBuild
-from .instances import Accelerator
+from .instances import Accelerator, Architecture
 from .kinds import ENDPOINT_KINDS, EndpointKind, HostingMode
 from .model_source import ModelSource
 from .network import Vpc
@@ -105,6 +105,10 @@ class EnvironmentSettings(Strict):
         """The instance types the decision image runs on in real time (its CUDA build targets them): the endpoint's
         own, or the shared endpoint's; none when serverless (CPU only)."""
         return [instance_type for _, instance_type in self.mode_of("decision").instance_types(self, "decision")]
+
+    def architecture_of(self, kind: EndpointKind) -> Architecture:
+        """The image architecture `kind` runs (arm64 on Graviton instances; the decision image is built for it)."""
+        return self.mode_of(kind).architecture(self, kind)
 
     def llama_env_for(self, kind: EndpointKind) -> dict[str, str]:
         """The SM_LLAMA_CPP_* map of one endpoint: shared map, then its overrides, then GPU offload."""

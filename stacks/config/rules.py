@@ -1,7 +1,8 @@
 """The rules across keys of one environment, run before anything is built (`check_environment`).
 
 Each block's own bounds are its model's (environment.py); what spans blocks is here, each family of rules in its
-own module: the container maps (container_env_rules.py), the hosting modes (hosting_rules.py), the chat template
+own module: the container maps (container_env_rules.py), the hosting modes (hosting_rules.py), instance pools and
+architectures (instance_rules.py), the chat template
 (chat_template.py), the System One API (systemone_api_rules.py). What needs the model's facts (its size, context,
 KV cache) runs once the artifact is known (model_fit.py). Keys are relative to the environment.
 """
@@ -17,6 +18,7 @@ from .container_env_rules import adapter_setting_problem, check_adapter_settings
 from .cuda_architectures import CUDA_ARCHITECTURES
 from .environment import EnvironmentSettings
 from .hosting_rules import check_hosting
+from .instance_rules import check_instances
 from .instances import describe_instance, inference_ami_versions, instance_problem
 from .kinds import EndpointKind
 from .model_source import S3Model
@@ -46,6 +48,7 @@ def check_environment(settings: EnvironmentSettings) -> Problems:
     if not any(key.endswith(CHAT_TEMPLATE_KEY) for key, _ in problems):  # a value llama-server accepts as a flag
         problems += check_chat_template(settings)
     problems += check_hosting(settings)
+    problems += check_instances(settings)
     problems += _check_notifications(settings)
     problems += check_systemone_api(settings)
     return problems

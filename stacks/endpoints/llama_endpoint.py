@@ -18,7 +18,8 @@ compared by name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -78,6 +79,7 @@ class EndpointProps:
     inference_ami_version: str | None = None
     vpc: Vpc | None = None
     capture_bucket: s3.IBucket | None = None
+    pool_images: Mapping[str, ImageSource] = field(default_factory=dict)  # instance pool -> its other image
 
 
 class LlamaEndpoint(Construct):
@@ -99,26 +101,11 @@ class LlamaEndpoint(Construct):
         self.policy = iam.Policy(self, "ExecutionPolicy", roles=[self.role], statements=self._statements())
         self._acknowledge_wildcards()
 
-        self.model = sagemaker.CfnModel(
-            self, "Model",
-            execution_role_arn=self.role.role_arn,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=props.image.uri,
-                model_data_url=props.artifact.s3_url,
-                environment=dict(sorted(props.container_env.items())),
-                mode="SingleModel",
-            ),
-            enable_network_isolation=hosting.network_isolation,
-            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
-                subnets=props.vpc.subnet_ids, security_group_ids=props.vpc.security_group_ids,
-            ) if props.vpc else None,
-        )
-        # CreateModel checks access to the model data with the role as it is at that moment.
-        self.model.node.add_dependency(self.policy)
-        # A version-pinned artifact is checked first. (The decision image needs no explicit dependency: its
-        # URI is an attribute of the build resource, so CloudFormation creates the model after the build.)
-        for dependency in props.artifact.ready:
-            self.model.node.add_dependency(dependency)
+        self.model = self._model("Model", props.image)
+        # A pool on another image (model_per_image: x86-64 and arm64 pools) runs a model of its own, by instance type.
+        by_image = {image.uri: image for image in props.pool_images.values()}
+        models = {uri: self._model(f"PoolModel{index}", image) for index, (uri, image) in enumerate(by_image.items())}
+        self.pool_models = {pool: models[image.uri] for pool, image in props.pool_images.items()}
 
         settings = props.settings
         self.startup_s = settings.startup_health_check_timeout_s or props.timeouts.container_startup_health_check_s
@@ -132,6 +119,31 @@ class LlamaEndpoint(Construct):
         self.endpoint: sagemaker.CfnEndpoint | None = served.endpoint
         self.component: sagemaker.CfnInferenceComponent | None = served.component
         self.scalable_target: appscaling.ScalableTarget | None = served.scalable_target
+
+    def _model(self, construct_id: str, image: ImageSource) -> sagemaker.CfnModel:
+        """A SageMaker Model of this model's artifact and environment on `image`, under the execution role."""
+        props = self.props
+        model = sagemaker.CfnModel(
+            self, construct_id,
+            execution_role_arn=self.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image.uri,
+                model_data_url=props.artifact.s3_url,
+                environment=dict(sorted(props.container_env.items())),
+                mode="SingleModel",
+            ),
+            enable_network_isolation=props.hosting.network_isolation,
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                subnets=props.vpc.subnet_ids, security_group_ids=props.vpc.security_group_ids,
+            ) if props.vpc else None,
+        )
+        # CreateModel checks access to the model data with the role as it is at that moment.
+        model.node.add_dependency(self.policy)
+        # A version-pinned artifact is checked first. (The decision image needs no explicit dependency: its
+        # URI is an attribute of the build resource, so CloudFormation creates the model after the build.)
+        for dependency in props.artifact.ready:
+            model.node.add_dependency(dependency)
+        return model
 
     # ---- who may invoke it -------------------------------------------------------------------------------
 
@@ -158,7 +170,8 @@ class LlamaEndpoint(Construct):
             iam.PolicyStatement(
                 sid="PullImage",
                 actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-                resources=[self.props.image.repository_arn]),
+                resources=list(dict.fromkeys(image.repository_arn for image in
+                                             (self.props.image, *self.props.pool_images.values())))),
             iam.PolicyStatement(
                 sid="WriteLogs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],

@@ -23,8 +23,8 @@ from support import background
 from stacks.cdk_app import REPO_ROOT
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
-ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api", "decisions")  # each hosting mode, the System One API
-# and a decision-only environment
+ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api", "decisions", "graviton", "pooled", "scaletozero")
+# each hosting mode, the System One API, a decision-only environment, Graviton, instance pools and scale to zero
 SYNTH_TIMEOUT_S = 300
 BACKGROUND_TIMEOUT_S = 3600  # at the idle priority a synth gets only idle CPU until its test waits for it
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..instances import GIB, MIB, instance_capacity
+from ..instances import GIB, MIB, Architecture, InstanceTypeError, describe_instance, instance_capacity
 from ..kinds import EndpointKind, HostingMode
 from ..problems import Problems
 
@@ -95,9 +95,23 @@ class HostingRules:
         """This mode's rules across the environment, once, where any model uses it."""
         return []
 
+    def notices(self, settings: EnvironmentSettings) -> Problems:
+        """What a valid choice implies, printed by `cdk synth` with its key (scale to zero's cold start)."""
+        return []
+
     def instance_types(self, settings: EnvironmentSettings, kind: EndpointKind) -> list[tuple[str, str]]:
         """The instance types `kind` runs on in real time, each with the key that sets it (none: serverless)."""
         return []
+
+    def architecture(self, settings: EnvironmentSettings, kind: EndpointKind) -> Architecture:
+        """The architecture of the image `kind`'s model runs: its first (preferred) instance type's; x86-64 where it
+        has none (serverless) or it is not an instance this app runs (refused under its own key)."""
+        for _, instance_type in self.instance_types(settings, kind)[:1]:
+            try:
+                return describe_instance(instance_type).architecture
+            except InstanceTypeError:
+                break
+        return "x86_64"
 
     def model_fit(self, settings: EnvironmentSettings, kind: EndpointKind, model_bytes: int) -> Problems:
         """What this mode sizes besides whole instances (a component's reservation, serverless memory) against

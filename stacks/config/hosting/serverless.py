@@ -28,6 +28,7 @@ class Serverless(HostingRules):
         only="only serverless hosting takes a ServerlessConfig; set {kind}.hosting: serverless or remove it")
     refused: ClassVar[dict[str, str]] = {
         "instance_type": "a serverless endpoint has no instance type: SageMaker sizes it from serverless.memory_mb",
+        "instance_pools": "a serverless endpoint has no instances: SageMaker sizes it from serverless.memory_mb",
         "instance_count": "a serverless endpoint has no instances: it scales by concurrency "
                           "(serverless.max_concurrency)",
         "autoscaling": "a serverless endpoint scales itself up to serverless.max_concurrency; there is no variant to "

@@ -20,6 +20,20 @@ if TYPE_CHECKING:
     from ..environment import EnvironmentSettings
 
 
+ZERO_KEY = "shared_endpoint.managed_scaling.min_instances"
+SCALE_TO_ZERO = ("scale to zero: once idle, SageMaker removes every copy and then the last instance (no instance is "
+                 "paid for); the first request after that fails with a NoCapacityInvocationFailures error, which the "
+                 "scale-out policy on that metric answers by adding a copy: SageMaker starts an instance and loads "
+                 "the model, minutes and not seconds, and requests fail until it is up (the client and `semif smoke` "
+                 "retry them)")
+
+
+def scales_to_zero(settings: EnvironmentSettings) -> bool:
+    """The shared endpoint may release its last instance (managed_scaling.min_instances 0)."""
+    shared = settings.shared_endpoint
+    return shared is not None and shared.managed_scaling is not None and shared.managed_scaling.min_instances == 0
+
+
 class Shared(HostingRules):
     """Inference components on the shared endpoint: placement of their copies, each copy's reservation."""
 
@@ -31,6 +45,7 @@ class Shared(HostingRules):
         only="only shared hosting has inference components; remove it")
     refused: ClassVar[dict[str, str]] = {
         "instance_type": "in shared hosting the instances belong to shared_endpoint.instance_type",
+        "instance_pools": "in shared hosting the instances belong to shared_endpoint.instance_type",
         "instance_count": "in shared hosting the instances belong to shared_endpoint.instance_count",
         "autoscaling": "an endpoint with inference components does not scale its variant: each component scales "
                        "its copies (component.autoscaling) and the endpoint its instances "
@@ -42,7 +57,11 @@ class Shared(HostingRules):
     }
 
     def check(self, settings: EnvironmentSettings) -> Problems:
-        return _check_shared(settings)
+        problems = _check_shared(settings)
+        return problems + _check_scale_to_zero(settings) if settings.shared_endpoint is not None else problems
+
+    def notices(self, settings: EnvironmentSettings) -> Problems:
+        return [(ZERO_KEY, SCALE_TO_ZERO)] if scales_to_zero(settings) else []
 
     def instance_types(self, settings: EnvironmentSettings, kind: EndpointKind) -> list[tuple[str, str]]:
         shared = settings.shared_endpoint
@@ -191,3 +210,27 @@ def _summary(components: dict[EndpointKind, Component | None], *, initial: bool)
         parts.append(f"{count} x {kind}: {comp.cpu_cores:g} vCPU, {comp.memory_mb} MB"
                      + (f", {comp.accelerators} GPU" if comp.accelerators else ""))
     return "; ".join(parts)
+
+
+def _check_scale_to_zero(settings: EnvironmentSettings) -> Problems:
+    """Scale to zero is the endpoint's and every component's together: the last instance goes only once no copy is
+    left, and copies at zero on instances that stay would pay for idle instances."""
+    zero_instances = scales_to_zero(settings)
+    problems: Problems = []
+    for kind in settings.kinds:
+        component = settings.endpoint(kind).component
+        if component is None:
+            continue
+        copies = component.autoscaling
+        zero_copies = copies is not None and copies.min_copies == 0
+        if zero_instances and not zero_copies:
+            problems.append((f"{kind}.component.autoscaling" + (".min_copies" if copies else ""),
+                             f"{ZERO_KEY} is 0 (scale to zero), and SageMaker releases the last instance only once "
+                             "no copy is left: let this component's copies scale to 0 too (component.autoscaling "
+                             "with min_copies: 0)"))
+        if zero_copies and not zero_instances:
+            problems.append((f"{kind}.component.autoscaling.min_copies",
+                             f"0 copies is scale to zero, which needs {ZERO_KEY}: 0 too (managed instance scaling "
+                             "releases the instances once no copy is left); with instances kept, they would be paid "
+                             "for with nothing on them"))
+    return problems
