@@ -110,6 +110,9 @@ EXPECTED_ENDPOINTS = {
     "serverless": {"semif-serverless-chat", "semif-serverless-decision-serverless"},
     "api": {"semif-api-chat", "semif-api-decision"},
     "decisions": {"semif-decisions-decision"},
+    "graviton": {"semif-graviton-chat", "semif-graviton-decision"},
+    "pooled": {"semif-pooled-chat", "semif-pooled-decision"},
+    "scaletozero": {"semif-scaletozero-models"},
 }
 
 
@@ -134,4 +137,5 @@ def test_cli_refuses_an_unknown_environment_by_name(tmp_path: Path) -> None:
     result = cdk_synth("staging", tmp_path)
     assert result.returncode != 0
     assert ("env: unknown environment 'staging'; cdk.json defines "
-            "['api', 'decisions', 'dev', 'prod', 'serverless', 'shared']" in result.stderr)
+            "['api', 'decisions', 'dev', 'graviton', 'pooled', 'prod', 'scaletozero', 'serverless', 'shared']"
+            in result.stderr)
