@@ -2,9 +2,9 @@
 
 Each block's own bounds are its model's (environment.py); what spans blocks is here, each family of rules in its
 own module: the container maps (container_env_rules.py), the hosting modes (hosting_rules.py), instance pools and
-architectures (instance_rules.py), the chat template
-(chat_template.py), the System One API (systemone_api_rules.py). What needs the model's facts (its size, context,
-KV cache) runs once the artifact is known (model_fit.py). Keys are relative to the environment.
+architectures (instance_rules.py), the chat template (chat_template.py), the System One API
+(systemone_api_rules.py). What needs the model's facts (its size, context, KV cache) runs once the artifact is known
+(model_fit.py). Keys are relative to the environment.
 """
 
 from __future__ import annotations
