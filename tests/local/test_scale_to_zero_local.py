@@ -85,3 +85,15 @@ def test_the_client_retries_until_a_copy_is_up_again(scaled: tuple[str, ZeroScal
     started = time.monotonic()
     assert invoke(runtime(url))["Body"].read() == b'{"echo":"{}"}'  # the default budget waits it out
     assert len(scaler.cold_starts) == 1 and scaler.cold_starts[0] <= time.monotonic() - started
+
+
+def test_the_system_one_transport_answers_a_component_at_zero_with_a_503_the_sdks_retry() -> None:
+    from semif_decision_client.systemone_wire import error_answer
+
+    error = ClientError({"Error": {"Code": "ValidationError", "Message": NO_CAPACITY},
+                         "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": {}}}, "InvokeEndpoint")
+    status, headers, body = error_answer(error)
+    assert status == 503 and headers["retry-after"] == "10" and b"no capacity" in body
+    other = ClientError({"Error": {"Code": "ValidationError", "Message": "Endpoint x of account 1 not found."},
+                         "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": {}}}, "InvokeEndpoint")
+    assert error_answer(other)[0] == 404
