@@ -120,6 +120,22 @@ class Component(Strict):
         return self
 
 
+MAX_INSTANCE_POOLS = 5  # SageMaker: a production variant lists at most five InstancePools (Priority 1-5)
+
+
+def check_pools(value: list[str] | None) -> list[str] | None:
+    """An ordered list of one to five distinct instance types (the first is tried first)."""
+    if value is None:
+        return value
+    if not 1 <= len(value) <= MAX_INSTANCE_POOLS:
+        raise ValueError(f"{len(value)} instance pools; SageMaker takes 1 to {MAX_INSTANCE_POOLS} per production "
+                         "variant (InstancePools, Priority 1-5): keep the five you prefer, in order")
+    repeated = sorted({t for t in value if value.count(t) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} listed twice: each pool is one instance type, tried in order")
+    return value
+
+
 class ManagedScaling(Strict):
     """Managed instance scaling of the shared endpoint: SageMaker adds instances when copies need room, and with
     `min_instances` 0 releases the last one when no copy is left (scale to zero)."""
@@ -136,7 +152,8 @@ class ManagedScaling(Strict):
 class SharedEndpoint(Strict):
     """The one endpoint of `shared` hosting: the instances both inference components share."""
 
-    instance_type: str
+    instance_type: str | None = Field(None, description="required unless instance_pools is given")
+    instance_pools: list[str] | None = Field(None, description="1-5 instance types in order of preference")
     instance_count: int = Field(1, ge=1, le=MAX_INSTANCES)
     managed_scaling: ManagedScaling | None = None
 
@@ -144,6 +161,16 @@ class SharedEndpoint(Strict):
     def _count(self) -> SharedEndpoint:
         within(self, "instance_count", "managed_scaling", "min_instances", "max_instances")
         return self
+
+    @field_validator("instance_pools")
+    @classmethod
+    def _pools(cls, value: list[str] | None) -> list[str] | None:
+        return check_pools(value)
+
+    @property
+    def instance_types(self) -> list[str]:
+        """Its instance type, or its pools in priority order."""
+        return self.instance_pools or ([self.instance_type] if self.instance_type else [])
 
 
 class Serverless(Strict):
@@ -166,22 +193,6 @@ class BatchTransform(Strict):
 
     instance_type: str = Field(description="the type transform jobs should use; validated, and a stack output")
     expire_days: int = Field(30, ge=1, le=3650, description="input and output objects are deleted after this")
-
-
-MAX_INSTANCE_POOLS = 5  # SageMaker: a production variant lists at most five InstancePools (Priority 1-5)
-
-
-def check_pools(value: list[str] | None) -> list[str] | None:
-    """An ordered list of one to five distinct instance types (the first is tried first)."""
-    if value is None:
-        return value
-    if not 1 <= len(value) <= MAX_INSTANCE_POOLS:
-        raise ValueError(f"{len(value)} instance pools; SageMaker takes 1 to {MAX_INSTANCE_POOLS} per production "
-                         "variant (InstancePools, Priority 1-5): keep the five you prefer, in order")
-    repeated = sorted({t for t in value if value.count(t) > 1})
-    if repeated:
-        raise ValueError(f"{', '.join(repeated)} listed twice: each pool is one instance type, tried in order")
-    return value
 
 
 class Endpoint(Strict):

@@ -136,3 +136,25 @@ def test_graviton_is_cpu_only_and_keeps_batch_transform_and_a_digest_on_one_arch
     digest = problems("dev", {"chat": {"instance_type": "ml.c7g.xlarge"},
                               "dlc_image": {"digest": "sha256:" + "a" * 64}})
     assert "both architectures" in digest["environments.dev.dlc_image.digest"]
+
+
+SHARED_POOLS = {"shared_endpoint": {"instance_type": None, "instance_pools": ["ml.m5.large", "ml.m5.xlarge"]}}
+
+
+def test_the_shared_endpoint_takes_pools_too_and_each_must_place_the_copies(tmp_path: Any) -> None:
+    pooled_shared = Synth(*synth("shared", tmp_path, SHARED_POOLS))
+    _, config = pooled_shared.one("AWS::SageMaker::EndpointConfig", "/Shared/Config")
+    (only,) = config["Properties"]["ProductionVariants"]
+    assert "InstanceType" not in only
+    assert only["InstancePools"] == [{"InstanceType": "ml.m5.large", "Priority": 1},
+                                     {"InstanceType": "ml.m5.xlarge", "Priority": 2}]
+    small = problems("shared", {"shared_endpoint": {"instance_type": None,
+                                                    "instance_pools": ["ml.m5.large", "ml.t2.medium"]}})
+    assert "1 x ml.t2.medium" in small["environments.shared.shared_endpoint.instance_count"]
+    mixed = problems("shared", {"shared_endpoint": {"instance_type": None,
+                                                    "instance_pools": ["ml.m5.large", "ml.c7g.large"]}})
+    assert "one architecture" in mixed["environments.shared.shared_endpoint.instance_pools"]
+    both = problems("shared", {"shared_endpoint": {"instance_pools": ["ml.m5.large"]}})
+    assert "not both" in both["environments.shared.shared_endpoint.instance_pools"]
+    six = problems("shared", {"shared_endpoint": {"instance_type": None, "instance_pools": SIX}})
+    assert "6 instance pools" in six["environments.shared.shared_endpoint.instance_pools"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..container_keys import GPU_LAYERS_KEY, THREADS_KEY
 from ..endpoint import Component
-from ..instances import GIB, MIB, InstanceCapacity, instance_capacity, instance_problem
+from ..instances import GIB, MIB, InstanceCapacity, describe_instance, instance_capacity, instance_problem
 from ..kinds import EndpointKind, HostingMode
 from ..problems import Problems
 from .mode import HostingRules, OwnBlock, Room
@@ -45,7 +45,8 @@ class Shared(HostingRules):
         only="only shared hosting has inference components; remove it")
     refused: ClassVar[dict[str, str]] = {
         "instance_type": "in shared hosting the instances belong to shared_endpoint.instance_type",
-        "instance_pools": "in shared hosting the instances belong to shared_endpoint.instance_type",
+        "instance_pools": "in shared hosting the instances belong to shared_endpoint (its instance_type or "
+                          "instance_pools)",
         "instance_count": "in shared hosting the instances belong to shared_endpoint.instance_count",
         "autoscaling": "an endpoint with inference components does not scale its variant: each component scales "
                        "its copies (component.autoscaling) and the endpoint its instances "
@@ -64,33 +65,45 @@ class Shared(HostingRules):
         return [(ZERO_KEY, SCALE_TO_ZERO)] if scales_to_zero(settings) else []
 
     def instance_types(self, settings: EnvironmentSettings, kind: EndpointKind) -> list[tuple[str, str]]:
+        """The shared endpoint's instance type, or its pools in priority order."""
         shared = settings.shared_endpoint
-        return [("shared_endpoint.instance_type", shared.instance_type)] if shared is not None else []
+        if shared is None:
+            return []
+        if shared.instance_pools is not None:
+            return [(f"shared_endpoint.instance_pools.{i}", pool) for i, pool in enumerate(shared.instance_pools)]
+        return [("shared_endpoint.instance_type", shared.instance_type)] if shared.instance_type else []
 
     def model_fit(self, settings: EnvironmentSettings, kind: EndpointKind, model_bytes: int) -> Problems:
+        """One copy's reservation against the model, with the GPUs of each pool it may land on."""
         component = settings.endpoint(kind).component
-        if component is None or settings.shared_endpoint is None:
+        if component is None:
             return []
-        capacity = instance_capacity(settings.shared_endpoint.instance_type)
-        gpu_gib = capacity.gpu_memory_gib if capacity else 0
-        share = InstanceCapacity(vcpus=0, memory_gib=component.memory_mb / 1024, gpus=component.accelerators,
-                                 gpu_memory_gib=gpu_gib)
-        limit, what = share.model_limit(settings.llama_env_for(kind).get(GPU_LAYERS_KEY))
-        if model_bytes <= limit:
-            return []
-        return [(f"{kind}.component.memory_mb" if not component.accelerators else f"{kind}.component.accelerators",
-                 f"one copy reserves {what}; the model is {model_bytes / GIB:.1f} GiB ({model_bytes:,} bytes) and "
-                 "cannot be loaded; reserve more")]
+        for _, instance_type in self.instance_types(settings, kind):
+            capacity = instance_capacity(instance_type)
+            share = InstanceCapacity(vcpus=0, memory_gib=component.memory_mb / 1024, gpus=component.accelerators,
+                                     gpu_memory_gib=capacity.gpu_memory_gib if capacity else 0)
+            limit, what = share.model_limit(settings.llama_env_for(kind).get(GPU_LAYERS_KEY))
+            if model_bytes > limit:
+                return [(f"{kind}.component.memory_mb" if not component.accelerators
+                         else f"{kind}.component.accelerators",
+                         f"one copy reserves {what}; the model is {model_bytes / GIB:.1f} GiB ({model_bytes:,} "
+                         "bytes) and cannot be loaded; reserve more")]
+        return []
 
     def decision_rooms(self, settings: EnvironmentSettings) -> list[Room]:
-        component, shared = settings.decision.component, settings.shared_endpoint
-        capacity = instance_capacity(shared.instance_type) if shared is not None else None
-        if component is None or capacity is None:
+        """One copy of the decision component, on each pool's GPUs."""
+        component = settings.decision.component
+        if component is None:
             return []
-        return [Room("decision.component.memory_mb", "decision.component.accelerators",
-                     "one copy of the decision component", component.memory_mb * MIB,
-                     int(component.accelerators * capacity.gpu_memory_gib * GIB), component.accelerators,
-                     max(1, math.ceil(component.cpu_cores)))]
+        rooms = []
+        for _, instance_type in self.instance_types(settings, "decision"):
+            capacity = instance_capacity(instance_type)
+            if capacity is not None:
+                rooms.append(Room("decision.component.memory_mb", "decision.component.accelerators",
+                                  "one copy of the decision component", component.memory_mb * MIB,
+                                  int(component.accelerators * capacity.gpu_memory_gib * GIB), component.accelerators,
+                                  max(1, math.ceil(component.cpu_cores))))
+        return rooms
 
     def container_defaults(self, settings: EnvironmentSettings, kind: EndpointKind) -> dict[str, str]:
         """Two llama.cpp processes share the instance: each uses the cores its copy reserves, not every core of the
@@ -107,12 +120,26 @@ class Shared(HostingRules):
 
 def _check_shared(settings: EnvironmentSettings) -> Problems:
     problems: Problems = []
-    if settings.shared_endpoint is None:
+    shared = settings.shared_endpoint
+    if shared is None:
         return [("shared_endpoint", "required for shared hosting: instance_type (and instance_count) of the one "
                                     "endpoint both components run on")]
-    problem = instance_problem(settings.shared_endpoint.instance_type, settings.accelerator)
-    if problem:
-        return [("shared_endpoint.instance_type", problem)]
+    if shared.instance_type is not None and shared.instance_pools is not None:
+        return [("shared_endpoint.instance_pools", "give instance_type or instance_pools, not both: the first pool "
+                                                   "is the preferred instance type")]
+    if not shared.instance_types:
+        return [("shared_endpoint.instance_type", "required for shared hosting (or instance_pools): the instances "
+                                                  "both components run on")]
+    typed = Shared().instance_types(settings, "decision")
+    refused = [(key, problem) for key, instance_type in typed
+               if (problem := instance_problem(instance_type, settings.accelerator))]
+    if refused:
+        return refused
+    architectures = {describe_instance(instance_type).architecture for _, instance_type in typed}
+    if len(architectures) > 1:
+        return [("shared_endpoint.instance_pools",
+                 f"the pools mix {' and '.join(sorted(architectures))} instances; both components' images (the "
+                 "DLC's, and the decision image built FROM it) have one architecture: keep the pools on one")]
     for kind in settings.kinds:
         endpoint = settings.endpoint(kind)
         component = endpoint.component
@@ -133,7 +160,11 @@ def _check_shared(settings: EnvironmentSettings) -> Problems:
                              "or remove auto_rollback"))
     if any(key.endswith(".accelerators") for key, _ in problems):
         return problems  # the image and the instances disagree: placing copies would only repeat it
-    return problems + _check_placement(settings)
+    for instance_type in shared.instance_types:  # any pool may be the one SageMaker finds capacity in
+        placed = _check_placement(settings, instance_type)
+        if placed:
+            return problems + placed
+    return problems
 @dataclass(frozen=True)
 class _Copy:
     cores: float
@@ -160,12 +191,13 @@ def _placeable(copies: Iterable[_Copy], capacity: InstanceCapacity, instances: i
     return True
 
 
-def _check_placement(settings: EnvironmentSettings) -> Problems:
+def _check_placement(settings: EnvironmentSettings, instance_type: str) -> Problems:
     """Every copy fits one instance, the initial copies fit the initial instances, the most copies the most
-    instances (from the instance table: vCPUs, memory, GPUs)."""
+    instances (from the instance table: vCPUs, memory, GPUs), on `instance_type` (the shared endpoint's, or a
+    pool's)."""
     shared = settings.shared_endpoint
     assert shared is not None
-    capacity = instance_capacity(shared.instance_type)
+    capacity = instance_capacity(instance_type)
     components = {kind: settings.endpoint(kind).component for kind in settings.kinds}
     if capacity is None or None in components.values():
         return []  # a type the table does not list (or a missing component, refused above): nothing to check
@@ -178,17 +210,17 @@ def _check_placement(settings: EnvironmentSettings) -> Problems:
                                              ("memory_mb", one.memory_mb, capacity.memory_mb, "MB of memory"),
                                              ("accelerators", one.gpus, capacity.gpus, "GPUs")):
             if needed > available:
-                problems.append((f"{at}.{key}", f"one copy needs {needed:g} {unit}, but {shared.instance_type} has "
+                problems.append((f"{at}.{key}", f"one copy needs {needed:g} {unit}, but {instance_type} has "
                                                 f"{available:g}; it can never be placed"))
         if component.max_memory_mb is not None and component.max_memory_mb > capacity.memory_mb:
             problems.append((f"{at}.max_memory_mb", f"{component.max_memory_mb} MB is more than "
-                                                    f"{shared.instance_type}'s {capacity.memory_mb} MB"))
+                                                    f"{instance_type}'s {capacity.memory_mb} MB"))
     if problems:
         return problems
     initial = [c for kind, comp in components.items() if comp for c in _copies(comp, comp.copy_count)]
     if not _placeable(initial, capacity, shared.instance_count):
         problems.append(("shared_endpoint.instance_count",
-                         f"{shared.instance_count} x {shared.instance_type} ({capacity.describe()} each) cannot hold "
+                         f"{shared.instance_count} x {instance_type} ({capacity.describe()} each) cannot hold "
                          f"the initial copies ({_summary(components, initial=True)}); add instances or reserve less"))
     most = [c for comp in components.values() if comp
             for c in _copies(comp, comp.autoscaling.max_copies if comp.autoscaling else comp.copy_count)]
@@ -197,7 +229,7 @@ def _check_placement(settings: EnvironmentSettings) -> Problems:
         where = "shared_endpoint.managed_scaling.max_instances" if shared.managed_scaling else \
             "shared_endpoint.managed_scaling"
         problems.append((where, f"at their autoscaling maximum the copies ({_summary(components, initial=False)}) do "
-                                f"not fit {instances} x {shared.instance_type}; allow more instances or fewer copies"))
+                                f"not fit {instances} x {instance_type}; allow more instances or fewer copies"))
     return problems
 
 
