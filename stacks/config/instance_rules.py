@@ -50,15 +50,15 @@ def _check_pools(settings: EnvironmentSettings, kind: EndpointKind) -> Problems:
                                   "it on a variant; remove autoscaling or this pool"))
         valid.setdefault(facts.architecture, []).append(instance_type)
     if len(valid) > 1:
-        mix = " and ".join(f"{ARCHITECTURE_NAMES[arch]} ({', '.join(types)})" for arch, types in valid.items())
+        mix = " and ".join(f"{ARCHITECTURE_NAMES[arch]}: {', '.join(types)}" for arch, types in valid.items())
         if kind == "decision":
             problems.append(("decision.instance_pools",
-                             f"the pools mix {mix}; the decision image is built once per environment, FROM the DLC of "
+                             f"the pools mix {mix}. The decision image is built once per environment, FROM the DLC of "
                              "one architecture (x86-64, or arm64 on an ARM CodeBuild host), so every decision pool "
                              "must run it: keep the decision endpoint's pools on one architecture"))
         elif not endpoint.model_per_image:
             problems.append((f"{kind}.instance_pools",
-                             f"the pools mix {mix}; one model runs one image and the DLC has one per architecture: "
+                             f"the pools mix {mix}. One model runs one image and the DLC has one per architecture: "
                              f"set {kind}.model_per_image: true (each pool on the other image gets its own model "
                              "through ModelNameOverride) or keep the pools on one architecture"))
     if kind == "decision" and endpoint.model_per_image:

@@ -77,7 +77,7 @@ def test_pools_belong_to_an_endpoint_of_its_own() -> None:
 def test_a_pool_mixing_architectures_without_a_model_per_image_is_refused_naming_the_key() -> None:
     found = problems("dev", pools("chat", ["ml.m5.xlarge", "ml.c7g.xlarge"]))
     message = found["environments.dev.chat.instance_pools"]
-    assert "mix x86-64 (ml.m5.xlarge) and arm64 (Graviton) (ml.c7g.xlarge)" in message
+    assert "mix x86-64: ml.m5.xlarge and arm64 (Graviton): ml.c7g.xlarge." in message
     assert "chat.model_per_image: true" in message
     decision = problems("dev", pools("decision", ["ml.m5.xlarge", "ml.c7g.xlarge"], model_per_image=True))
     assert "built once per environment" in decision["environments.dev.decision.instance_pools"]
