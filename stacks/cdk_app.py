@@ -11,7 +11,7 @@ from aws_cdk import App
 from .artifact.source import ArtifactCache
 from .config.deployment import CONTEXT_KEY, ENVIRONMENT_CONTEXT_KEY, environment_key, parse_deployment
 from .image.decision_image import CONTAINER_DIR
-from .prepare import model_warnings, prepare
+from .prepare import hosting_notices, model_warnings, prepare
 from .security.nag import add_checks
 from .semif_stack import SemifStack
 
@@ -31,5 +31,7 @@ def build_app(app: App, *, repo_root: Path = REPO_ROOT, cache_dir: Path = CACHE_
                        account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
     for warning in model_warnings(artifact, deployment.settings, f"{prefix}.model"):
         print(f"warning: {warning}", file=sys.stderr)
+    for key, notice in hosting_notices(deployment.settings):
+        print(f"notice: {prefix}.{key}: {notice}", file=sys.stderr)
     add_checks(app)
     return stack

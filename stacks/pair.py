@@ -25,6 +25,7 @@ from .artifact.source import Artifact, ArtifactCache, LocalArtifact, container_m
 from .config.container_env import container_env
 from .config.deployment import Deployment
 from .config.environment import LOG_RETENTION_DAYS, EnvironmentSettings
+from .config.instances import Architecture, describe_instance
 from .config.kinds import EndpointKind
 from .endpoints.common import INVOKE_ACTIONS
 from .endpoints.dashboard import OperationsDashboard, add_warning_rate_alarm
@@ -78,6 +79,7 @@ class DecisionEndpointPair(Construct):
         super().__init__(scope, construct_id)
         deployment, artifact, container_dir = props.deployment, props.artifact, props.container_dir
         settings = deployment.settings
+        self.settings = settings
         self.deployment = deployment
         # Two keys (stacks/security/keys.py): the build's, and the one for data the build must never read.
         self.build_key = account_key(self, "Key", description=f"{deployment.stack_name}: decision image "
@@ -92,7 +94,8 @@ class DecisionEndpointPair(Construct):
         self.image = DecisionImage(self, "DecisionImage", context_dir=container_dir, registry=self.registry,
                                    accelerator=settings.accelerator, key=self.build_key,
                                    build=settings.image_build, log_settings=log_settings,
-                                   instance_types=settings.decision_instance_types())
+                                   instance_types=settings.decision_instance_types(),
+                                   architecture=settings.architecture_of("decision"))
         assert self.image.project.role is not None  # CodeBuild projects get a role unless given one
         deny_key_use(self.data_key, self.image.project.role, "TheImageBuildNeverUsesThisKey")
         if settings.vpc is not None and settings.vpc.vpc_endpoints is not None:
@@ -116,9 +119,7 @@ class DecisionEndpointPair(Construct):
         self.endpoints: dict[EndpointKind, LlamaEndpoint] = {}  # the decision model's, and the chat model's if any
         for kind in settings.kinds:
             image = (ImageSource(uri=self.image.image_uri, repository_arn=self.image.repository.repository_arn)
-                     if kind == "decision" else
-                     ImageSource(uri=self.registry.image_uri(settings.accelerator),
-                                 repository_arn=self.registry.repository_arn))
+                     if kind == "decision" else self._dlc_image(settings.architecture_of(kind)))
             self.endpoints[kind] = LlamaEndpoint(self, CONSTRUCT_IDS[kind], EndpointProps(
                 image=image,
                 artifact=self.artifact,
@@ -136,6 +137,7 @@ class DecisionEndpointPair(Construct):
                 inference_ami_version=inference_ami,
                 vpc=settings.vpc,
                 capture_bucket=self.capture.bucket if self.capture else None,
+                pool_images=self._pool_images(kind),
             ))
             if self.shared is not None:
                 self.shared.admit(CONSTRUCT_IDS[kind], self.endpoints[kind].pull_and_log_statements())
@@ -157,6 +159,20 @@ class DecisionEndpointPair(Construct):
         confine_service_trust(self)
         scope_waiter_logging(self)
         acknowledge_inline_policies(self)
+
+    def _dlc_image(self, architecture: Architecture) -> ImageSource:
+        """The stock DLC of the environment's accelerator, for an architecture."""
+        return ImageSource(uri=self.registry.image_uri(self.settings.accelerator, architecture),
+                           repository_arn=self.registry.repository_arn(architecture))
+
+    def _pool_images(self, kind: EndpointKind) -> dict[str, ImageSource]:
+        """The pools of `kind` on another architecture than its first: each runs the DLC of its own (config allows
+        it only with model_per_image, and only for the chat model: the decision image has one architecture)."""
+        settings = self.settings
+        primary = settings.architecture_of(kind)
+        pools = settings.endpoint(kind).instance_pools or []
+        return {pool: self._dlc_image(describe_instance(pool).architecture) for pool in pools
+                if describe_instance(pool).architecture != primary}
 
     def grant_invoke(self, grantee: iam.IGrantable, kinds: Iterable[EndpointKind] | None = None) -> iam.Grant:
         """Let `grantee` invoke the pair's models (every one it has unless `kinds` says which):

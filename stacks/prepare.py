@@ -21,7 +21,7 @@ from .config.chat_template import missing_template_warning
 from .config.deployment import Deployment
 from .config.environment import EnvironmentSettings
 from .config.model_fit import check_model_fit
-from .config.problems import raise_problems
+from .config.problems import Problems, raise_problems
 from .config.rules import check_environment
 
 
@@ -54,6 +54,12 @@ def model_warnings(artifact: Artifact, settings: EnvironmentSettings, key: str) 
         warnings.append(f"{template} (cdk.json: chat.llama_env)" if template else None)
         warnings.append(decision_model_chat_warning(artifact))
     return [f"{key}: {warning}" for warning in warnings if warning]
+
+
+def hosting_notices(settings: EnvironmentSettings) -> Problems:
+    """What the chosen hosting modes imply (each mode's `notices`: scale to zero's cold start), with their keys."""
+    modes = dict.fromkeys(settings.mode_of(kind) for kind in settings.kinds)
+    return [notice for mode in modes for notice in mode.notices(settings)]
 
 
 def decision_model_chat_warning(artifact: LocalArtifact) -> str | None:

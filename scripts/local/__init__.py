@@ -9,7 +9,9 @@ Ctrl-C or SIGTERM, so that boto3 works unmodified with `endpoint_url=`:
          .invoke_endpoint(EndpointName="local-chat", ContentType="application/json", Body=...)
 
 With `--shared` they are the inference components `{prefix}-chat` and `{prefix}-decision` of ONE endpoint
-`{prefix}-models`, as `shared` hosting deploys them: invoke with `InferenceComponentName=`.
+`{prefix}-models`, as `shared` hosting deploys them: invoke with `InferenceComponentName=`. With
+`--scale-to-zero SECONDS` too, a component idle that long stops, and a request to it gets SageMaker's no-capacity
+error until it is up again (the scale-out from zero).
 
 With `--api-keys FILE` (lines `KEY_ID sha256:HEX`, from `python -m semif_adapter.doors.api_keys create NAME`),
 System One's `POST /v1/systemone` and `GET /v1/models` are the API the CDK app deploys on AWS (`systemone_api`):
@@ -47,6 +49,9 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument("--prefix", default=LOCAL_PREFIX, help="endpoints are PREFIX-chat, PREFIX-decision")
     parser.add_argument("--shared", action="store_true",
                         help="serve both as inference components of one endpoint PREFIX-models (shared hosting)")
+    parser.add_argument("--scale-to-zero", type=float, metavar="SECONDS",
+                        help="with --shared: a component idle for SECONDS stops; a request to it gets SageMaker's "
+                             "no-capacity error and starts it again (scale to zero)")
     parser.add_argument("--api-keys", type=Path, metavar="FILE",
                         help="serve System One's routes as the AWS System One API does, with the hashed keys of FILE")
     parser.add_argument("--api-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",

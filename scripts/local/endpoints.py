@@ -84,21 +84,22 @@ def container_env(base: Mapping[str, str], model: Path) -> dict[str, str]:
     return env
 
 
-def start_chat_container(name: str, env: Mapping[str, str], log_dir: Path) -> Container:
-    """The chat container (DLC equivalent) on a free loopback port; not waited for."""
-    port = free_port()
+def start_chat_container(name: str, env: Mapping[str, str], log_dir: Path, port: int | None = None) -> Container:
+    """The chat container (DLC equivalent) on a free loopback port (or `port`: a restart); not waited for."""
+    port = port or free_port()
     argv = [sys.executable, "-m", f"{__package__}.chat_container", "--port", str(port)]
     child = start_child(name, argv, env, log_dir / f"{name}.log", cwd=REPO)
     return Container(name, child, f"http://{LOOPBACK}:{port}")
 
 
 def start_decision_container(name: str, env: Mapping[str, str], log_dir: Path,
-                             args: tuple[str, ...] = ("serve",)) -> Container:
-    """`container/serve serve`, as SageMaker runs the image, on a free loopback port; not waited for.
+                             args: tuple[str, ...] = ("serve",), port: int | None = None) -> Container:
+    """`container/serve serve`, as SageMaker runs the image, on a free loopback port (or `port`: a restart); not
+    waited for.
 
     The one launcher of the adapter: local endpoints, benchmarks, reliability runs and tests use it.
     """
-    port = free_port()
+    port = port or free_port()
     decision_env = {**env, "SAGEMAKER_BIND_TO_PORT": str(port), "SEMIF_HOST": LOOPBACK}
     # From a checkout the image's own entry point; installed (no container/ beside us), the same server as a module.
     serve = [str(DECISION_SERVE)] if DECISION_SERVE.exists() else [sys.executable, "-m", "semif_adapter"]
@@ -120,6 +121,13 @@ def wait_settled(container: Container, timeout_s: float) -> None:
     if '"event": "decision engine: ours"' in log():
         wait_until(lambda: '"event": "partial reuse"' in log(), timeout_s=max(deadline - time.monotonic(), 0.1),
                    what=f"{container.endpoint}: the partial-reuse probe", alive=container.child.alive)
+
+
+def restart(container: Container, env: Mapping[str, str], log_dir: Path) -> Container:
+    """The same container again, on its port (what scale to zero brings back; the gateway's routes stay valid)."""
+    port = int(container.url.rsplit(":", 1)[1])
+    start = start_decision_container if names_decision_role(container.endpoint) else start_chat_container
+    return start(container.endpoint, env, log_dir, port=port)
 
 
 @contextmanager

@@ -10,7 +10,9 @@ unknown endpoint -> `ValidationError`, container error -> `ModelError` with
 the original status and message, container unreachable -> `ServiceUnavailable`.
 An endpoint can also host inference components (`{endpoint: {component: url}}`, as `shared` hosting deploys
 them): then it routes by `InferenceComponentName` (the `X-Amzn-SageMaker-Inference-Component` header) and, as
-SageMaker does, refuses a request without one or naming a component it does not host with `ValidationError`.
+SageMaker does, refuses a request without one or naming a component it does not host with `ValidationError`; with a
+`scale_to_zero.ZeroScaler` a component idle long enough is at zero copies and answers SageMaker's no-capacity error
+until its container is up again.
 `GET /ping` (not part of the AWS API) is 200 once every container's is.
 On the same port `POST /` with `X-Amz-Target: SageMaker.<Operation>` reaches the control-plane reads that SDKs make
 before invoking (`DescribeEndpoint` and a few more: `control_plane`), so one endpoint URL serves both services.
@@ -49,6 +51,7 @@ from .sagemaker_errors import (
     no_components,
     request_id,
 )
+from .scale_to_zero import NO_CAPACITY, ZeroScaler
 from .systemone_door import decision_door, forward
 from .systemone_front import DEFAULT_TIMEOUT_S, LocalFront
 
@@ -116,7 +119,8 @@ class Gateway:
     """Routes SageMaker runtime calls to container base URLs by endpoint name (and inference component)."""
 
     def __init__(self, containers: Routes, decision: str | None = None, api_keys: Path | None = None,
-                 api_timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                 api_timeout_s: float = DEFAULT_TIMEOUT_S, scaler: ZeroScaler | None = None) -> None:
+        self.scaler = scaler
         self.routes = {name: target if isinstance(target, str) else dict(target)
                        for name, target in containers.items()}
         self.client = httpx.AsyncClient(timeout=CONTAINER_TIMEOUT)
@@ -174,6 +178,9 @@ class Gateway:
             _log(request.path_params["name"], operation, "ValidationError", started)
             return request.path_params["name"], None, target
         name = target.label
+        if target.component and self.scaler is not None and not self.scaler.has_capacity(target.component):
+            _log(name, operation, "ValidationError (no capacity: scaled to zero)", started)
+            return name, None, error_response("ValidationError", NO_CAPACITY)
         body = await request.body()
         try:
             answer = await open_stream(self.client, "POST", f"{target.url}/invocations", body,
@@ -209,6 +216,8 @@ class Gateway:
             return target.model_error(None, f"The container closed the connection: {error}")
         finally:
             await answer.aclose()
+            if self.scaler is not None and target.component:
+                self.scaler.touch(target.component)
         _log(name, INVOKE, "200", started)
         return Response(body, status_code=200, headers=_response_headers(answer, INVOKE))
 
@@ -276,11 +285,12 @@ class Gateway:
 
 
 def create_gateway(containers: Routes, decision: str | None = None, api_keys: Path | None = None,
-                   api_timeout_s: float = DEFAULT_TIMEOUT_S) -> Starlette:
+                   api_timeout_s: float = DEFAULT_TIMEOUT_S, scaler: ZeroScaler | None = None) -> Starlette:
     """The gateway app; `containers` maps endpoint names to container base URLs, or to `{component: URL}` for an
     endpoint that hosts inference components. `decision` (an endpoint, or `endpoint/component`) answers System One
     and OpenAI's Decisions API;
     by default the one named for the decision role (`{prefix}-decision`, see `systemone_door.decision_door`).
     `api_keys` (a keys file) puts the API's front on those routes (`systemone_front`), with
-    `api_timeout_s` as its integration timeout."""
-    return Gateway(containers, decision, api_keys, api_timeout_s).app()
+    `api_timeout_s` as its integration timeout. `scaler` scales the components to zero when idle
+    (`scale_to_zero`)."""
+    return Gateway(containers, decision, api_keys, api_timeout_s, scaler).app()

@@ -25,9 +25,11 @@ from .endpoints import (
     container_env,
     gateway_routes,
     local_containers,
+    restart,
 )
 from .gateway import create_gateway
 from .processes import LOOPBACK, ChildError
+from .scale_to_zero import ZeroScaler
 from .serving import Stopped, ignore_stop_signals, install_stop_handlers, serve_app
 
 
@@ -58,6 +60,9 @@ def serve(args: argparse.Namespace) -> int:
     except (EmbeddedModelMissingError, FileNotFoundError, FlagError, KeysFileError) as error:
         say(f"refused: {error}")
         return 2
+    if args.scale_to_zero is not None and not args.shared:
+        say("refused: --scale-to-zero needs --shared (SageMaker scales only inference components to zero)")
+        return 2
     if not port_free(args.port):
         say(f"refused: port {args.port} on {LOOPBACK} is in use (pass another --port)")
         return 2
@@ -74,8 +79,19 @@ def serve(args: argparse.Namespace) -> int:
             api = f"; System One API with the keys of {args.api_keys}" if args.api_keys else ""
             say(f"ready in {time.monotonic() - started:.1f} s: http://{LOOPBACK}:{args.port} serves "
                 + ", ".join(served) + api)
-            gateway = create_gateway(routes, api_keys=args.api_keys, api_timeout_s=args.api_timeout)
-            dead = serve_app(gateway, args.port, [c.child for c in containers])
+            scaler = None
+            if args.scale_to_zero is not None:  # the scaler owns the copies: one stopped is at zero, not dead
+                env = container_env(os.environ, model)
+                scaler = ZeroScaler(containers, lambda c: restart(c, env, log_dir), idle_s=args.scale_to_zero,
+                                    startup_timeout_s=args.startup_timeout)
+                say(f"scale to zero: a component idle for {args.scale_to_zero:g} s stops; the next request gets "
+                    "SageMaker's no-capacity error and starts it again")
+            gateway = create_gateway(routes, api_keys=args.api_keys, api_timeout_s=args.api_timeout, scaler=scaler)
+            try:
+                dead = serve_app(gateway, args.port, [] if scaler else [c.child for c in containers])
+            finally:
+                if scaler is not None:
+                    scaler.close()
             ignore_stop_signals()
             if dead is not None:
                 say(f"failed: {dead.failure(f'exited with status {dead.process.poll()}')}")

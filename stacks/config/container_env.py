@@ -4,8 +4,6 @@ name, the model's digest, the calibration, the serverless body limit)."""
 
 from __future__ import annotations
 
-import math
-
 from semif_adapter.settings import MAX_BODY_BYTES
 
 from .container_keys import (
@@ -14,10 +12,8 @@ from .container_keys import (
     MAX_BODY_KEY,
     MODEL_PATH_KEY,
     MODEL_SHA256_KEY,
-    THREADS_KEY,
 )
 from .environment import EnvironmentSettings
-from .hosting_rules import SERVERLESS_MAX_BODY_BYTES
 from .kinds import EndpointKind
 
 
@@ -25,11 +21,8 @@ def container_env(settings: EnvironmentSettings, kind: EndpointKind, *, endpoint
                   model_sha256: str | None) -> dict[str, str]:
     """The environment of `kind`'s container on the endpoint `endpoint_name` (validated at synth: rules.py)."""
     variables = {**settings.llama_env_for(kind), MODEL_PATH_KEY: model_path}
-    component = settings.endpoint(kind).component
-    if settings.hosting_of(kind) == "shared" and component is not None:
-        # Two llama.cpp processes share the instance: each uses the cores its copy reserves, not every core
-        # of the machine (its spinning threads would slow the other down).
-        variables.setdefault(THREADS_KEY, str(max(1, math.ceil(component.cpu_cores))))
+    for key, value in settings.mode_of(kind).container_defaults(settings, kind).items():
+        variables.setdefault(key, value)
     if kind == "decision":
         variables.update(settings.decision.adapter_env)
         variables[ENDPOINT_NAME_KEY] = endpoint_name
@@ -45,10 +38,11 @@ def container_env(settings: EnvironmentSettings, kind: EndpointKind, *, endpoint
 
 
 def decision_body_limit(settings: EnvironmentSettings) -> int | None:
-    """The SEMIF_MAX_BODY_BYTES the stack sets: serverless caps requests at 4 MB (None: the adapter's default)."""
-    if settings.hosting_of("decision") != "serverless" or MAX_BODY_KEY in settings.decision.adapter_env:
+    """The SEMIF_MAX_BODY_BYTES the stack sets: the mode's cap (serverless: 4 MB), unless the config sets one
+    (None: the adapter's default)."""
+    if MAX_BODY_KEY in settings.decision.adapter_env:
         return None
-    return SERVERLESS_MAX_BODY_BYTES
+    return settings.mode_of("decision").body_limit
 
 
 def container_body_limit(settings: EnvironmentSettings) -> int:

@@ -16,7 +16,6 @@ is counted (llama.cpp's compute buffers are not); a fact not known (an S3 model'
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -26,26 +25,9 @@ from semif_adapter.settings import DEFAULT_CPU_WORKERS, DEFAULT_MAX_CONTEXT
 from .container_keys import CACHE_KEY, CTX_SIZE_KEY, GPU_LAYERS_KEY, THREAD_KEYS, WORKERS_KEY
 from .decision_engine import DecisionEngine
 from .environment import EnvironmentSettings
-from .instances import GIB, MIB, instance_capacity, placement
+from .hosting.mode import Room, instance_room
+from .instances import GIB, MIB, placement
 from .problems import Problems
-
-
-@dataclass(frozen=True)
-class Room:
-    """What one decision instance (or component copy, or serverless endpoint) has, and the key that sizes it."""
-
-    key: str
-    gpu_key: str  # where a GPU shortfall is named
-    name: str
-    host_bytes: int
-    gpu_bytes: int = 0
-    gpus: int = 0
-    vcpus: int | None = None  # None: not known (serverless)
-
-    def describe(self, side: str) -> str:
-        gpu = f"{self.gpus} x {self.gpu_bytes / max(1, self.gpus) / GIB:g} GiB of GPU memory"
-        host = f"{_size(self.host_bytes)} of memory"
-        return {"gpu": gpu, "host": host}.get(side, f"{host} and {gpu}")
 
 
 @dataclass(frozen=True)
@@ -74,33 +56,12 @@ RESERVE = ("the adapter's reserve", MIN_RESERVE_BYTES)
 
 
 def decision_rooms(settings: EnvironmentSettings) -> list[Room]:
-    """What the decision model runs on, in each place it runs: its endpoint's instance, a component copy, the
-    serverless memory, and a Batch Transform job's instance. Instance types the table does not list are skipped."""
-    rooms: list[Room] = []
-    decision = settings.decision
-    mode = settings.hosting_of("decision")
-    instances = []
-    if mode == "dedicated" and decision.instance_type:
-        instances.append(("decision.instance_type", decision.instance_type))
-    if decision.batch_transform is not None:
-        instances.append(("decision.batch_transform.instance_type", decision.batch_transform.instance_type))
-    for key, instance_type in instances:
-        capacity = instance_capacity(instance_type)
-        if capacity is not None:
-            rooms.append(Room(key, key, instance_type, int(capacity.memory_gib * GIB),
-                              int(capacity.gpus * capacity.gpu_memory_gib * GIB), capacity.gpus, capacity.vcpus))
-    component, shared = decision.component, settings.shared_endpoint
-    if mode == "shared" and component is not None and shared is not None:
-        capacity = instance_capacity(shared.instance_type)
-        if capacity is not None:
-            rooms.append(Room("decision.component.memory_mb", "decision.component.accelerators",
-                              "one copy of the decision component", component.memory_mb * MIB,
-                              int(component.accelerators * capacity.gpu_memory_gib * GIB), component.accelerators,
-                              max(1, math.ceil(component.cpu_cores))))
-    if mode == "serverless" and decision.serverless is not None:
-        rooms.append(Room("decision.serverless.memory_mb", "decision.serverless.memory_mb", "the serverless endpoint",
-                          decision.serverless.memory_mb * MIB))
-    return rooms
+    """What the decision model runs on, in each place it runs: what its mode gives it (an instance, a component
+    copy, the serverless memory), and a Batch Transform job's instance. Types the table does not list are skipped."""
+    rooms = settings.mode_of("decision").decision_rooms(settings)
+    batch = settings.decision.batch_transform
+    transform = instance_room("decision.batch_transform.instance_type", batch.instance_type) if batch else None
+    return rooms + ([transform] if transform is not None else [])
 
 
 def decision_memory(settings: EnvironmentSettings, room: Room, *, model_bytes: int | None,

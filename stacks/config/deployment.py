@@ -40,18 +40,16 @@ class Deployment:
     def endpoint_name(self, kind: EndpointKind) -> str:
         """The endpoint that serves `kind`. The name follows the hosting mode: SageMaker cannot update an
         instance-based endpoint into a serverless one or back, so a new mode is a new endpoint (README)."""
-        mode = self.settings.hosting_of(kind)
-        if mode == "shared":
-            return self.shared_endpoint_name
-        return f"{self.stack_name}-{kind}" + ("-serverless" if mode == "serverless" else "")
+        return self.settings.mode_of(kind).endpoint_name(self.stack_name, kind)
 
     @property
     def shared_endpoint_name(self) -> str:
-        return f"{self.stack_name}-models"
+        """The endpoint both models share (meaningful where the environment's models share one: settings.shared)."""
+        return self.endpoint_name("decision")
 
     def component_name(self, kind: EndpointKind) -> str | None:
         """The inference component that serves `kind` on the shared endpoint; None when it has its own endpoint."""
-        return f"{self.stack_name}-{kind}" if self.settings.hosting_of(kind) == "shared" else None
+        return self.settings.mode_of(kind).component_name(self.stack_name, kind)
 
 
 def environment_key(environment_name: str) -> str:

@@ -1,7 +1,7 @@
 """The settings of one endpoint (`chat`, `decision`): hosting, scaling, alarms, capture, and the shared endpoint's.
 
 Bounds within one block are checked here, by the models; rules across blocks and keys (a mode's required and
-refused keys, placement on the shared instances) are in hosting_rules.py and rules.py.
+refused keys, placement on the shared instances) are in hosting/ (one module per mode) and rules.py.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from semif_adapter.core.calibration import parse_calibration
 
@@ -34,7 +34,8 @@ class Autoscaling(TargetTracking):
     The metric counts whole invocations per minute: a target below one would scale out on any traffic.
     """
 
-    min_instances: int = Field(ge=1, le=MAX_INSTANCES)
+    min_instances: int = Field(ge=0, le=MAX_INSTANCES, description="0 is refused with its reason: an endpoint of "
+                                                                   "its own keeps an instance (hosting_rules.py)")
     max_instances: int = Field(ge=1, le=MAX_INSTANCES)
     target_invocations_per_instance: float = Field(ge=1, le=1_000_000, allow_inf_nan=False)
 
@@ -90,7 +91,8 @@ class CopyAutoscaling(TargetTracking):
     """Target tracking on an inference component's copies (SageMakerInferenceComponentInvocationsPerCopy, per
     minute); the shared endpoint's instances follow through its managed instance scaling."""
 
-    min_copies: int = Field(ge=1, le=MAX_COPIES)
+    min_copies: int = Field(ge=0, le=MAX_COPIES, description="0: scale to zero (with the shared endpoint's "
+                                                             "managed_scaling.min_instances 0)")
     max_copies: int = Field(ge=1, le=MAX_COPIES)
     target_invocations_per_copy: float = Field(ge=1, le=1_000_000, allow_inf_nan=False)
 
@@ -118,10 +120,27 @@ class Component(Strict):
         return self
 
 
-class ManagedScaling(Strict):
-    """Managed instance scaling of the shared endpoint: SageMaker adds instances when copies need room."""
+MAX_INSTANCE_POOLS = 5  # SageMaker: a production variant lists at most five InstancePools (Priority 1-5)
 
-    min_instances: int = Field(ge=1, le=MAX_INSTANCES)
+
+def check_pools(value: list[str] | None) -> list[str] | None:
+    """An ordered list of one to five distinct instance types (the first is tried first)."""
+    if value is None:
+        return value
+    if not 1 <= len(value) <= MAX_INSTANCE_POOLS:
+        raise ValueError(f"{len(value)} instance pools; SageMaker takes 1 to {MAX_INSTANCE_POOLS} per production "
+                         "variant (InstancePools, Priority 1-5): keep the five you prefer, in order")
+    repeated = sorted({t for t in value if value.count(t) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} listed twice: each pool is one instance type, tried in order")
+    return value
+
+
+class ManagedScaling(Strict):
+    """Managed instance scaling of the shared endpoint: SageMaker adds instances when copies need room, and with
+    `min_instances` 0 releases the last one when no copy is left (scale to zero)."""
+
+    min_instances: int = Field(ge=0, le=MAX_INSTANCES)
     max_instances: int = Field(ge=1, le=MAX_INSTANCES)
 
     @model_validator(mode="after")
@@ -133,7 +152,8 @@ class ManagedScaling(Strict):
 class SharedEndpoint(Strict):
     """The one endpoint of `shared` hosting: the instances both inference components share."""
 
-    instance_type: str
+    instance_type: str | None = Field(None, description="required unless instance_pools is given")
+    instance_pools: list[str] | None = Field(None, description="1-5 instance types in order of preference")
     instance_count: int = Field(1, ge=1, le=MAX_INSTANCES)
     managed_scaling: ManagedScaling | None = None
 
@@ -141,6 +161,16 @@ class SharedEndpoint(Strict):
     def _count(self) -> SharedEndpoint:
         within(self, "instance_count", "managed_scaling", "min_instances", "max_instances")
         return self
+
+    @field_validator("instance_pools")
+    @classmethod
+    def _pools(cls, value: list[str] | None) -> list[str] | None:
+        return check_pools(value)
+
+    @property
+    def instance_types(self) -> list[str]:
+        """Its instance type, or its pools in priority order."""
+        return self.instance_pools or ([self.instance_type] if self.instance_type else [])
 
 
 class Serverless(Strict):
@@ -170,6 +200,10 @@ class Endpoint(Strict):
 
     hosting: HostingMode | None = Field(None, description="overrides the environment's hosting for this model")
     instance_type: str | None = Field(None, description="dedicated hosting only")
+    instance_pools: list[str] | None = Field(
+        None, description="dedicated hosting: 1-5 instance types in order of preference, instead of instance_type")
+    model_per_image: bool = Field(False, description="instance pools on different images (x86-64 and arm64) each "
+                                                     "get a model of their own (ModelNameOverride)")
     instance_count: int = Field(1, ge=1, le=100)
     llama_env: EnvMap = Field(default_factory=dict, description="SM_LLAMA_CPP_* overrides for this endpoint")
     # The adapter's SEMIF_* settings (decision endpoint only), written `env` in cdk.json and in code.
@@ -186,6 +220,11 @@ class Endpoint(Strict):
     batch_transform: BatchTransform | None = Field(None, description="decision only: Batch Transform locations")
     calibration: str | None = Field(None, min_length=1,
                                     description="decision only: a `semif calibrate` file")
+
+    @field_validator("instance_pools")
+    @classmethod
+    def _pools(cls, value: list[str] | None) -> list[str] | None:
+        return check_pools(value)
 
     def calibration_setting(self) -> str | None:
         """The calibration file as the value of SEMIF_CALIBRATION: its canonical document, provenance dropped (an

@@ -13,8 +13,9 @@ from pydantic import Field, field_validator
 
 from .container_keys import GPU_LAYERS_ALL, GPU_LAYERS_KEY
 from .endpoint import Endpoint, SharedEndpoint
+from .hosting import HostingRules, mode_for
 from .image import DlcImage, ImageBuild
-from .instances import Accelerator
+from .instances import Accelerator, Architecture
 from .kinds import ENDPOINT_KINDS, EndpointKind, HostingMode
 from .model_source import ModelSource
 from .network import Vpc
@@ -87,6 +88,10 @@ class EnvironmentSettings(Strict):
     def hosting_of(self, kind: EndpointKind) -> HostingMode:
         return self.endpoint(kind).hosting or self.hosting
 
+    def mode_of(self, kind: EndpointKind) -> HostingRules:
+        """The hosting mode of `kind`, to ask (hosting/): never compare its name."""
+        return mode_for(self.hosting_of(kind))
+
     def network_isolation_for(self, kind: EndpointKind) -> bool:
         override = self.endpoint(kind).network_isolation
         return self.network_isolation if override is None else override
@@ -94,17 +99,16 @@ class EnvironmentSettings(Strict):
     @property
     def shared(self) -> bool:
         """The models on one endpoint (hosting_rules.py refuses one model shared and the other not)."""
-        return any(self.hosting_of(kind) == "shared" for kind in self.kinds)
+        return any(self.mode_of(kind).shares_endpoint for kind in self.kinds)
 
     def decision_instance_types(self) -> list[str]:
         """The instance types the decision image runs on in real time (its CUDA build targets them): the endpoint's
         own, or the shared endpoint's; none when serverless (CPU only)."""
-        mode = self.hosting_of("decision")
-        if mode == "dedicated" and self.decision.instance_type:
-            return [self.decision.instance_type]
-        if mode == "shared" and self.shared_endpoint is not None:
-            return [self.shared_endpoint.instance_type]
-        return []
+        return [instance_type for _, instance_type in self.mode_of("decision").instance_types(self, "decision")]
+
+    def architecture_of(self, kind: EndpointKind) -> Architecture:
+        """The image architecture `kind` runs (arm64 on Graviton instances; the decision image is built for it)."""
+        return self.mode_of(kind).architecture(self, kind)
 
     def llama_env_for(self, kind: EndpointKind) -> dict[str, str]:
         """The SM_LLAMA_CPP_* map of one endpoint: shared map, then its overrides, then GPU offload."""

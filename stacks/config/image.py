@@ -19,17 +19,19 @@ IMAGE_DIGEST = r"^sha256:[0-9a-f]{64}$"
 class DlcImage(Strict):
     """The stock llama.cpp DLC; the registry account comes from CDK's region facts, not from here.
 
-    `digest` pins the image of the environment's accelerator (the `cpu_tag` or `cuda_tag` image): both endpoints
-    then run exactly that build, and the decision image's tag changes with it. Without it, `-v1` is a moving
-    tag (README, "The decision image").
+    `digest` pins the image of the environment's accelerator (the `cpu_tag` or `cuda_tag` image; on Graviton the
+    arm64 one): both endpoints then run exactly that build, and the decision image's tag changes with it. Without
+    it, `-v1` is a moving tag (README, "The decision image").
     """
 
     repository: str = Field("llama-cpp", max_length=256)
+    # The arm64 CPU image (Graviton3 and newer, tuned for Neoverse-V1): same tags, its own repository.
+    arm64_repository: str = Field("llama-cpp-arm64", max_length=256)
     cpu_tag: str = Field("server-sagemaker-cpu-v1", pattern=_IMAGE_TAG)
     cuda_tag: str = Field("server-sagemaker-cuda-v1", pattern=_IMAGE_TAG)
     digest: str | None = Field(None, pattern=IMAGE_DIGEST)
 
-    @field_validator("repository")
+    @field_validator("repository", "arm64_repository")
     @classmethod
     def _repository(cls, value: str) -> str:
         if not _ECR_REPOSITORY.fullmatch(value):

@@ -2,8 +2,9 @@
 
 Which types exist for real-time endpoints is SageMaker's own fact: the `ProductionVariantInstanceType` enum of
 the pinned botocore service model (the same list CloudFormation validates against). What each family can run
-is ours: the DLC images are x86-64, CPU or CUDA 13, so Graviton, Inferentia/Trainium and GPUs that CUDA 13 no
-longer supports are refused here, at synth, instead of after a 10-minute failed endpoint creation.
+is ours: the DLC images are x86-64 (CPU or CUDA 13) and arm64 (CPU, tuned for Neoverse-V1: Graviton3 and newer),
+so Graviton2, Inferentia/Trainium and GPUs that CUDA 13 no longer supports are refused here, at synth, instead of
+after a 10-minute failed endpoint creation.
 """
 
 from __future__ import annotations
@@ -19,23 +20,26 @@ import botocore.session
 from botocore.model import ServiceModel
 
 Accelerator = Literal["cpu", "gpu"]
+Architecture = Literal["x86_64", "arm64"]
 
 CPU_FAMILIES = frozenset({
     "t2", "m4", "m5", "m5d", "c4", "c5", "c5d", "r5", "r5d",
     "c6i", "c6in", "m6i", "r6i", "c7i", "m7i", "r7i",
 })
+# Graviton3 and newer (Neoverse-V1, V2): the arm64 CPU DLC, `llama-cpp-arm64:server-sagemaker-cpu-v1`.
+ARM_FAMILIES = frozenset({"c7g", "c7gd", "c7gn", "m7g", "m7gd", "r7g", "r7gd", "c8g", "m8g", "r8g"})
 GPU_FAMILIES = frozenset({
     "g4dn", "g5", "g6", "g6e", "g7", "g7e",
     "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300",
 })
 # Families with local NVMe instance storage, encrypted by the instance's hardware module: an endpoint-config
 # KMS key does not encrypt it (older SageMaker API references: CreateEndpointConfig fails with one), so none is set.
-LOCAL_STORAGE_FAMILIES = frozenset({"m5d", "c5d", "r5d"}) | GPU_FAMILIES
+LOCAL_STORAGE_FAMILIES = frozenset({"m5d", "c5d", "r5d", "c7gd", "m7gd", "r7gd"}) | GPU_FAMILIES
 # Families SageMaker offers but the llama.cpp DLC cannot use, with the reason shown to the user.
 REFUSED_FAMILIES = {
     "p2": "its K80 GPUs are not supported by the CUDA 13 runtime of the DLC's CUDA image",
     "p3": "its V100 GPUs are not supported by the CUDA 13 runtime of the DLC's CUDA image",
-    "p6e-gb200": "it is an arm64 (Grace) instance; the DLC images are x86-64",
+    "p6e-gb200": "it is an arm64 (Grace) GPU instance; the DLC's CUDA image is x86-64 and its arm64 image CPU only",
     "dl1": "it has Gaudi accelerators, which llama.cpp does not use",
 }
 MEMORY_FILE = "instance_memory.json"  # data: vCPUs, GiB of host memory (and GPUs) per instance type
@@ -43,6 +47,10 @@ GIB = 2**30
 MIB = 2**20
 _FAMILY = re.compile(r"^ml\.(?P<family>[a-z0-9-]+)\.(?P<size>[a-z0-9]+)$")
 _GRAVITON = re.compile(r"^[a-z]+\d+g[a-z]*$")  # c6g, c6gd, c6gn, m7g, r8g ...
+GRAVITON2_FAMILIES = frozenset({"c6g", "c6gd", "c6gn", "m6g", "m6gd", "r6g", "r6gd", "t4g", "x2gd"})
+GRAVITON2 = ("it is a Graviton2 (Neoverse-N1) instance; the arm64 llama.cpp DLC is built for Neoverse-V1 "
+             "(Graviton3 and newer: SVE, bf16 and i8mm instructions Graviton2 lacks), so llama-server would stop on "
+             "an illegal instruction; use a Graviton3 or newer family (c7g, c8g, m8g, r7gd, r8g)")
 _NEURON = re.compile(r"^(inf|trn)\d")
 
 
@@ -55,6 +63,7 @@ class InstanceFacts:
     instance_type: str
     family: str
     accelerator: Accelerator
+    architecture: Architecture = "x86_64"
 
     @property
     def local_storage(self) -> bool:
@@ -158,17 +167,21 @@ def describe_instance(instance_type: str, *, transform: bool = False) -> Instanc
         what = "Batch Transform jobs" if transform else "real-time endpoints"
         raise InstanceTypeError(
             f"{instance_type!r} is not an instance type SageMaker {what} offer "
-            "(expected e.g. ml.m5.large, ml.c7i.xlarge or ml.g5.xlarge)"
+            "(expected e.g. ml.m5.large, ml.c7i.xlarge, ml.c7g.xlarge or ml.g5.xlarge)"
         )
     family = match["family"]
     if family in CPU_FAMILIES:
         return InstanceFacts(instance_type, family, "cpu")
+    if family in ARM_FAMILIES:
+        return InstanceFacts(instance_type, family, "cpu", "arm64")
     if family in GPU_FAMILIES:
         return InstanceFacts(instance_type, family, "gpu")
     if family in REFUSED_FAMILIES:
         reason = REFUSED_FAMILIES[family]
+    elif family in GRAVITON2_FAMILIES:
+        reason = GRAVITON2
     elif _GRAVITON.match(family):
-        reason = "it is an arm64 (Graviton) instance; the DLC images this app deploys are x86-64"
+        reason = "it is an arm64 (Graviton) family this app does not know yet (stacks/config/instances.py)"
     elif _NEURON.match(family):
         reason = "it has Inferentia/Trainium accelerators, which llama.cpp does not use"
     else:

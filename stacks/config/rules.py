@@ -1,9 +1,10 @@
 """The rules across keys of one environment, run before anything is built (`check_environment`).
 
 Each block's own bounds are its model's (environment.py); what spans blocks is here, each family of rules in its
-own module: the container maps (container_env_rules.py), the hosting modes (hosting_rules.py), the chat template
-(chat_template.py), the System One API (systemone_api_rules.py). What needs the model's facts (its size, context,
-KV cache) runs once the artifact is known (model_fit.py). Keys are relative to the environment.
+own module: the container maps (container_env_rules.py), the hosting modes (hosting_rules.py), instance pools and
+architectures (instance_rules.py), the chat template (chat_template.py), the System One API
+(systemone_api_rules.py). What needs the model's facts (its size, context, KV cache) runs once the artifact is known
+(model_fit.py). Keys are relative to the environment.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .container_env_rules import adapter_setting_problem, check_adapter_settings
 from .cuda_architectures import CUDA_ARCHITECTURES
 from .environment import EnvironmentSettings
 from .hosting_rules import check_hosting
+from .instance_rules import check_instances
 from .instances import describe_instance, inference_ami_versions, instance_problem
 from .kinds import EndpointKind
 from .model_source import S3Model
@@ -46,6 +48,7 @@ def check_environment(settings: EnvironmentSettings) -> Problems:
     if not any(key.endswith(CHAT_TEMPLATE_KEY) for key, _ in problems):  # a value llama-server accepts as a flag
         problems += check_chat_template(settings)
     problems += check_hosting(settings)
+    problems += check_instances(settings)
     problems += _check_notifications(settings)
     problems += check_systemone_api(settings)
     return problems
@@ -103,13 +106,11 @@ def _check_image_build(settings: EnvironmentSettings) -> Problems:
                          f"{build.timeout_minutes} minutes is too short for the CUDA image: the build pulls the CUDA "
                          "builder and the CUDA DLC (several GB each) and compiles the CUDA kernels; CodeBuild stops it "
                          f"at the timeout and the deployment fails; use at least {GPU_BUILD_MIN_MINUTES}"))
-    for instance_type in settings.decision_instance_types():
+    for key, instance_type in settings.mode_of("decision").instance_types(settings, "decision"):
         if instance_problem(instance_type, settings.accelerator):
             continue  # reported under the instance type's own key
         family = describe_instance(instance_type).family
         if family not in CUDA_ARCHITECTURES:
-            key = "decision.instance_type" if settings.hosting_of("decision") == "dedicated" else \
-                "shared_endpoint.instance_type"
             problems.append((key, f"no CUDA architecture is known for instance family {family!r} "
                                   "(stacks/config/cuda_architectures.py), so the image cannot be built for it"))
     return problems

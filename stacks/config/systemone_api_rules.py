@@ -36,9 +36,9 @@ def check_systemone_api(settings: EnvironmentSettings) -> Problems:
                          "an invocation: the endpoint stops answering first; at most 60"))
     container = container_body_limit(settings)
     if api.max_body_bytes is not None and api.max_body_bytes > container:
-        serverless = settings.hosting_of("decision") == "serverless"
-        why = ("the serverless decision endpoint's payload limit (4 MB, which the stack sets)"
-               if serverless and MAX_BODY_KEY not in settings.decision.adapter_env
+        mode = settings.mode_of("decision")
+        why = (f"the {mode.name} decision endpoint's payload limit ({(mode.body_limit or 0) // 2**20} MB, which the "
+               "stack sets)" if mode.body_limit and MAX_BODY_KEY not in settings.decision.adapter_env
                else "the decision container's SEMIF_MAX_BODY_BYTES")
         problems.append((f"{KEY}.max_body_bytes",
                          f"{api.max_body_bytes} bytes is more than {why}, {container}: a larger body would only be "

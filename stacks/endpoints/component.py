@@ -1,7 +1,8 @@
 """A model as an inference component of the shared endpoint: the model, what one copy reserves, how many copies.
 
 A component updates by rolling its copies (at most half at a time), its error alarms as rollback triggers; its
-copies scale by target tracking, and the shared endpoint's instances follow through managed instance scaling.
+copies scale by target tracking, and the shared endpoint's instances follow through managed instance scaling; copies
+scaled to zero come back by a step on NoCapacityInvocationFailures (scaling.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from constructs import Construct
 
 from ..config.endpoint import Component
 from .common import VARIANT_NAME
-from .scaling import Scaling, track
+from .scaling import Scaling, scale_out_from_zero, track
 from .timeouts import StartupTimeouts
 
 MAX_ROLLING_UPDATE_S = 28_800  # SageMaker's bound on a rolling update's MaximumExecutionTimeoutInSeconds
@@ -75,4 +76,6 @@ def inference_component(scope: Construct, *, component_name: str, shared_endpoin
             minimum=copies.min_copies, maximum=copies.max_copies, target=copies.target_invocations_per_copy,
             metric=appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_INVOCATIONS_PER_COPY,
             cooldowns=copies), after=component)
+        if copies.min_copies == 0:
+            scale_out_from_zero(scope, scalable_target, component_name, copies.scale_out_cooldown_s)
     return InferenceComponent(component, scalable_target)

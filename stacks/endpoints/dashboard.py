@@ -17,14 +17,13 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from ..config.kinds import EndpointKind
-from .common import COMPONENT_METRICS_NAMESPACE, INSTANCE_METRICS_NAMESPACE, VARIANT_NAME
 from .llama_endpoint import LlamaEndpoint
+from .modes.shared import shared_endpoint_widgets
 from .shared_endpoint import SharedHostingEndpoint
+from .widgets import graph
 
 ADAPTER_NAMESPACE = "SemIf/Adapter"
 DEFAULT_WARNING_RATE = 0.25  # the warning-rate alarm's threshold unless decision.alarms.warning_rate sets it
-WIDTH = 8  # three graphs a row (a dashboard row is 24 wide)
-HEIGHT = 6
 
 
 def adapter_metric(endpoint_name: str, name: str, statistic: str, *, period_s: int = 60,
@@ -65,50 +64,18 @@ def add_warning_rate_alarm(decision: LlamaEndpoint) -> cloudwatch.Alarm:
         comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, datapoints=None)
 
 
-def _graph(title: str, metrics: list[cloudwatch.IMetric], *, left_label: str | None = None,
-           right: list[cloudwatch.IMetric] | None = None) -> cloudwatch.GraphWidget:
-    return cloudwatch.GraphWidget(title=title, left=metrics, right=right or [], width=WIDTH, height=HEIGHT,
-                                  left_y_axis=cloudwatch.YAxisProps(label=left_label, show_units=False)
-                                  if left_label else None)
-
-
 def model_widgets(kind: EndpointKind, model: LlamaEndpoint, gpu: bool) -> list[cloudwatch.IWidget]:
-    """The SageMaker view of one model: traffic, latency, errors, utilisation, capacity."""
-    mode = model.props.hosting.mode
+    """The SageMaker view of one model: traffic, latency, errors, then its mode's utilisation and capacity."""
     name = model.serving_name
     widgets: list[cloudwatch.IWidget] = [
-        _graph(f"{kind}: invocations ({name})", [model.metric("Invocations", "Sum", label="invocations")]),
-        _graph(f"{kind}: ModelLatency (microseconds)",
-               [model.metric("ModelLatency", p, label=p) for p in ("p50", "p90", "p99")], left_label="µs"),
-        _graph(f"{kind}: errors", [model.metric("Invocation4XXErrors", "Sum", label="4xx"),
-                                   model.metric("Invocation5XXErrors", "Sum", label="5xx"),
-                                   model.metric("InvocationModelErrors", "Sum", label="model errors")]),
+        graph(f"{kind}: invocations ({name})", [model.metric("Invocations", "Sum", label="invocations")]),
+        graph(f"{kind}: ModelLatency (microseconds)",
+              [model.metric("ModelLatency", p, label=p) for p in ("p50", "p90", "p99")], left_label="µs"),
+        graph(f"{kind}: errors", [model.metric("Invocation4XXErrors", "Sum", label="4xx"),
+                                  model.metric("Invocation5XXErrors", "Sum", label="5xx"),
+                                  model.metric("InvocationModelErrors", "Sum", label="model errors")]),
     ]
-    if mode == "serverless":
-        # No instances to watch: the cold starts are what serverless costs in latency.
-        widgets.append(_graph(f"{kind}: cold starts (ModelSetupTime, microseconds)",
-                              [model.metric("ModelSetupTime", s, label=s) for s in ("Average", "Maximum")]))
-        return widgets
-    namespace, suffix = ((COMPONENT_METRICS_NAMESPACE, "Normalized") if mode == "shared"
-                         else (INSTANCE_METRICS_NAMESPACE, ""))
-    used = ["CPUUtilization", "MemoryUtilization", *(("GPUUtilization", "GPUMemoryUtilization") if gpu else ())]
-    widgets.append(_graph(f"{kind}: utilisation (%)", [
-        model.metric(f"{metric}{suffix}", "Average", namespace=namespace, label=metric) for metric in used]))
-    per, unit = ("InvocationsPerCopy", "copies") if mode == "shared" else ("InvocationsPerInstance", "instances")
-    widgets.append(_graph(f"{kind}: {unit} serving (Invocations / {per})", [cloudwatch.MathExpression(
-        expression="invocations / per", label=f"{unit} (only where there was traffic)",
-        using_metrics={"invocations": model.metric("Invocations", "Sum"), "per": model.metric(per, "Sum")},
-        period=Duration.seconds(model.props.settings.alarms.period_s))]))
-    return widgets
-
-
-def shared_widgets(shared: SharedHostingEndpoint, gpu: bool) -> list[cloudwatch.IWidget]:
-    """The instances under both components."""
-    dimensions = {"EndpointName": shared.endpoint_name, "VariantName": VARIANT_NAME}
-    used = ["CPUUtilization", "MemoryUtilization", *(("GPUUtilization", "GPUMemoryUtilization") if gpu else ())]
-    return [_graph(f"shared endpoint {shared.endpoint_name}: instance utilisation (%)", [
-        cloudwatch.Metric(namespace=INSTANCE_METRICS_NAMESPACE, metric_name=metric, statistic="Average",
-                          dimensions_map=dimensions, label=metric) for metric in used])]
+    return widgets + model.serving.capacity_widgets(kind, model, gpu)
 
 
 def adapter_widgets(endpoint_name: str) -> list[cloudwatch.IWidget]:
@@ -118,26 +85,26 @@ def adapter_widgets(endpoint_name: str) -> list[cloudwatch.IWidget]:
         return adapter_metric(endpoint_name, name, statistic, label=label)
 
     return [
-        _graph("decisions: count and warnings", [metric("Decisions", label="decisions"),
-                                                 metric("WarnedDecisions", label="warned"),
-                                                 metric("LowOptionMass", label="low option mass"),
-                                                 metric("NearTie", label="near tie"),
-                                                 metric("ResultCacheHits", label="result cache hits")]),
-        _graph("decisions: warning rate", [warning_rate(endpoint_name, 60)]),
-        _graph("decisions: by scoring method (ours: letters, likelihood, pmi; a decision head: native:TYPE)",
-               [decisions_by_scoring(endpoint_name)]),
-        _graph("decisions: latency (ms)", [*(metric("DecisionLatency", p, label=f"decision {p}")
-                                             for p in ("p50", "p90", "p99")),
-                                           metric("QueueTime", "p90", label="queue p90"),
-                                           metric("ForwardTime", "p90", label="forward p90")], left_label="ms"),
-        _graph("decisions: evaluated vs cached tokens", [metric("EvaluatedTokens", label="evaluated"),
-                                                         metric("CachedTokens", label="cached")]),
-        _graph("decisions: confidence", [metric("TopProbability", "Average", label="top probability (mean)"),
+        graph("decisions: count and warnings", [metric("Decisions", label="decisions"),
+                                                metric("WarnedDecisions", label="warned"),
+                                                metric("LowOptionMass", label="low option mass"),
+                                                metric("NearTie", label="near tie"),
+                                                metric("ResultCacheHits", label="result cache hits")]),
+        graph("decisions: warning rate", [warning_rate(endpoint_name, 60)]),
+        graph("decisions: by scoring method (ours: letters, likelihood, pmi; a decision head: native:TYPE)",
+              [decisions_by_scoring(endpoint_name)]),
+        graph("decisions: latency (ms)", [*(metric("DecisionLatency", p, label=f"decision {p}")
+                                            for p in ("p50", "p90", "p99")),
+                                          metric("QueueTime", "p90", label="queue p90"),
+                                          metric("ForwardTime", "p90", label="forward p90")], left_label="ms"),
+        graph("decisions: evaluated vs cached tokens", [metric("EvaluatedTokens", label="evaluated"),
+                                                        metric("CachedTokens", label="cached")]),
+        graph("decisions: confidence", [metric("TopProbability", "Average", label="top probability (mean)"),
                                          metric("TopProbability", "p10", label="top probability p10"),
                                          metric("AllowedTokenMass", "Average", label="allowed token mass (mean)"),
                                          metric("AllowedTokenMass", "p10", label="allowed token mass p10")]),
-        _graph("decisions: adapter errors", [metric("ClientErrors", label="4xx"),
-                                             metric("ServerErrors", label="5xx")]),
+        graph("decisions: adapter errors", [metric("ClientErrors", label="4xx"),
+                                            metric("ServerErrors", label="5xx")]),
     ]
 
 
@@ -152,7 +119,7 @@ class OperationsDashboard(Construct):
                 markdown=f"## {kind}: {model.serving_name} ({model.props.hosting.mode})", width=24, height=1))
             self.dashboard.add_widgets(*model_widgets(kind, model, gpu))
         if shared is not None:
-            self.dashboard.add_widgets(*shared_widgets(shared, gpu))
+            self.dashboard.add_widgets(*shared_endpoint_widgets(shared, gpu))
         decision = models["decision"]
         self.dashboard.add_widgets(cloudwatch.TextWidget(
             markdown=f"## decision adapter (namespace {ADAPTER_NAMESPACE}, EndpointName {decision.endpoint_name})",

@@ -11,13 +11,15 @@ What is deliberately fixed here, for every mode:
 - who may invoke the model is granted here (`grant_invoke`): InvokeEndpoint on its endpoint, and on its inference
   component where the endpoint is shared.
 
-The mode decides what serves the model: its own endpoint (`dedicated`, or `serverless` for the decision model:
-own_endpoint.py) or an inference component on the shared endpoint (`shared`: component.py, shared_endpoint.py).
+The mode decides what serves the model and how its capacity is graphed: each mode is a class of modes/ (its own
+endpoint, `dedicated` or `serverless`; an inference component on the shared endpoint, `shared`), asked, never
+compared by name.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -37,15 +39,11 @@ from ..operations.notifications import AlarmTopic
 from ..security.nag import acknowledge, logical_id
 from ..security.vpc_access import DESCRIBE_REASON, vpc_acknowledgements, vpc_statements
 from .common import INSTANCE_METRICS_NAMESPACE, INVOKE_ACTIONS, SAGEMAKER_NAMESPACE, VARIANT_NAME
-from .component import inference_component
-from .own_endpoint import own_endpoint
+from .modes import serving_for
 from .shared_endpoint import SharedHostingEndpoint
 from .timeouts import StartupTimeouts
 
 AT_OR_ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-SERVERLESS_ISOLATION = ("SageMaker Serverless Inference does not support network isolation; the config turns it off "
-                        "explicitly for the decision model (decision.network_isolation: false), the documented "
-                        "trade-off of serverless hosting (README, Hosting modes)")
 
 
 @dataclass(frozen=True)
@@ -81,6 +79,7 @@ class EndpointProps:
     inference_ami_version: str | None = None
     vpc: Vpc | None = None
     capture_bucket: s3.IBucket | None = None
+    pool_images: Mapping[str, ImageSource] = field(default_factory=dict)  # instance pool -> its other image
 
 
 class LlamaEndpoint(Construct):
@@ -102,28 +101,11 @@ class LlamaEndpoint(Construct):
         self.policy = iam.Policy(self, "ExecutionPolicy", roles=[self.role], statements=self._statements())
         self._acknowledge_wildcards()
 
-        self.model = sagemaker.CfnModel(
-            self, "Model",
-            execution_role_arn=self.role.role_arn,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=props.image.uri,
-                model_data_url=props.artifact.s3_url,
-                environment=dict(sorted(props.container_env.items())),
-                mode="SingleModel",
-            ),
-            enable_network_isolation=hosting.network_isolation,
-            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
-                subnets=props.vpc.subnet_ids, security_group_ids=props.vpc.security_group_ids,
-            ) if props.vpc else None,
-        )
-        if hosting.mode == "serverless" and not hosting.network_isolation:
-            acknowledge(self.model, {"CKV_AWS_370": SERVERLESS_ISOLATION})
-        # CreateModel checks access to the model data with the role as it is at that moment.
-        self.model.node.add_dependency(self.policy)
-        # A version-pinned artifact is checked first. (The decision image needs no explicit dependency: its
-        # URI is an attribute of the build resource, so CloudFormation creates the model after the build.)
-        for dependency in props.artifact.ready:
-            self.model.node.add_dependency(dependency)
+        self.model = self._model("Model", props.image)
+        # A pool on another image (model_per_image: x86-64 and arm64 pools) runs a model of its own, by instance type.
+        by_image = {image.uri: image for image in props.pool_images.values()}
+        models = {uri: self._model(f"PoolModel{index}", image) for index, (uri, image) in enumerate(by_image.items())}
+        self.pool_models = {pool: models[image.uri] for pool, image in props.pool_images.items()}
 
         settings = props.settings
         self.startup_s = settings.startup_health_check_timeout_s or props.timeouts.container_startup_health_check_s
@@ -131,25 +113,37 @@ class LlamaEndpoint(Construct):
         timeouts = StartupTimeouts(model_data_download_s=self.download_s,
                                    container_startup_health_check_s=self.startup_s)
         self.alarms = self._alarms()
-        self.endpoint_config: sagemaker.CfnEndpointConfig | None = None
-        self.endpoint: sagemaker.CfnEndpoint | None = None
-        self.component: sagemaker.CfnInferenceComponent | None = None
-        self.scalable_target: appscaling.ScalableTarget | None = None
-        if hosting.mode == "shared":
-            assert hosting.shared is not None and settings.component is not None  # config: required when shared
-            assert self.component_name is not None
-            served = inference_component(
-                self, component_name=self.component_name, shared_endpoint=hosting.shared.endpoint, model=self.model,
-                settings=settings.component, timeouts=timeouts, auto_rollback=settings.alarms.auto_rollback,
-                rollback_alarms=self.rollback_alarms, log_group=self.log_group)
-            self.component, self.scalable_target = served.component, served.scalable_target
-        else:
-            own = own_endpoint(
-                self, endpoint_name=self.endpoint_name, model=self.model, settings=settings,
-                serverless=hosting.mode == "serverless", timeouts=timeouts, key=props.key,
-                inference_ami_version=props.inference_ami_version, capture_bucket=props.capture_bucket,
-                rollback_alarms=self.rollback_alarms, log_group=self.log_group)
-            self.endpoint_config, self.endpoint, self.scalable_target = own.config, own.endpoint, own.scalable_target
+        self.serving = serving_for(hosting.mode)
+        served = self.serving.serve(self, timeouts)
+        self.endpoint_config: sagemaker.CfnEndpointConfig | None = served.config
+        self.endpoint: sagemaker.CfnEndpoint | None = served.endpoint
+        self.component: sagemaker.CfnInferenceComponent | None = served.component
+        self.scalable_target: appscaling.ScalableTarget | None = served.scalable_target
+
+    def _model(self, construct_id: str, image: ImageSource) -> sagemaker.CfnModel:
+        """A SageMaker Model of this model's artifact and environment on `image`, under the execution role."""
+        props = self.props
+        model = sagemaker.CfnModel(
+            self, construct_id,
+            execution_role_arn=self.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image.uri,
+                model_data_url=props.artifact.s3_url,
+                environment=dict(sorted(props.container_env.items())),
+                mode="SingleModel",
+            ),
+            enable_network_isolation=props.hosting.network_isolation,
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                subnets=props.vpc.subnet_ids, security_group_ids=props.vpc.security_group_ids,
+            ) if props.vpc else None,
+        )
+        # CreateModel checks access to the model data with the role as it is at that moment.
+        model.node.add_dependency(self.policy)
+        # A version-pinned artifact is checked first. (The decision image needs no explicit dependency: its
+        # URI is an attribute of the build resource, so CloudFormation creates the model after the build.)
+        for dependency in props.artifact.ready:
+            model.node.add_dependency(dependency)
+        return model
 
     # ---- who may invoke it -------------------------------------------------------------------------------
 
@@ -176,7 +170,8 @@ class LlamaEndpoint(Construct):
             iam.PolicyStatement(
                 sid="PullImage",
                 actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-                resources=[self.props.image.repository_arn]),
+                resources=list(dict.fromkeys(image.repository_arn for image in
+                                             (self.props.image, *self.props.pool_images.values())))),
             iam.PolicyStatement(
                 sid="WriteLogs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],

@@ -1,4 +1,5 @@
-"""A model on an endpoint of its own: instances of a variant (`dedicated`) or a ServerlessConfig (`serverless`).
+"""A model on an endpoint of its own, whatever its variant is (instances: modes/dedicated.py; a ServerlessConfig:
+modes/serverless.py).
 
 The endpoint is the only named resource; its config's name is left to CloudFormation, so a new model replaces the
 config and the endpoint is updated in place (blue/green with the model's error alarms as rollback triggers, when
@@ -8,25 +9,21 @@ config and the endpoint is updated in place (blue/green with the model's error a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_cdk import aws_applicationautoscaling as appscaling
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct
 
 from ..config.endpoint import Endpoint
-from ..config.instances import describe_instance
 from ..security.nag import NIST, acknowledge
-from .common import LOCAL_STORAGE_KEY, VARIANT_NAME
+from .common import VARIANT_NAME
 from .scaling import Scaling, track
 from .timeouts import StartupTimeouts
 
-SERVERLESS_KEY = ("a serverless endpoint has no ML compute instance of its own: the KmsKeyId of an endpoint config "
-                  "encrypts the storage volume attached to the instances that host the endpoint, and SageMaker "
-                  "manages the serverless compute; see docs/security.md, Hosting modes")
+if TYPE_CHECKING:
+    from .llama_endpoint import LlamaEndpoint
 
 
 @dataclass(frozen=True)
@@ -38,44 +35,20 @@ class OwnEndpoint:
     scalable_target: appscaling.ScalableTarget | None
 
 
-def own_endpoint(scope: Construct, *, endpoint_name: str, model: sagemaker.CfnModel, settings: Endpoint,
-                 serverless: bool, timeouts: StartupTimeouts, key: kms.IKey, inference_ami_version: str | None,
-                 capture_bucket: s3.IBucket | None, rollback_alarms: list[cloudwatch.Alarm],
-                 log_group: logs.ILogGroup) -> OwnEndpoint:
-    """The endpoint config and endpoint of `model` under `scope`, and its autoscaling."""
-    serverless_config = settings.serverless if serverless else None
-    key_arn: str | None
-    key_reason: str | None
-    if serverless_config is not None:
-        variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-            variant_name=VARIANT_NAME, model_name=model.attr_model_name,
-            serverless_config=sagemaker.CfnEndpointConfig.ServerlessConfigProperty(
-                memory_size_in_mb=serverless_config.memory_mb, max_concurrency=serverless_config.max_concurrency,
-                provisioned_concurrency=serverless_config.provisioned_concurrency))
-        key_arn, key_reason = None, SERVERLESS_KEY
-    else:
-        assert settings.instance_type is not None  # config: required for dedicated hosting
-        local_storage = describe_instance(settings.instance_type).local_storage
-        variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-            variant_name=VARIANT_NAME,
-            model_name=model.attr_model_name,
-            initial_instance_count=settings.instance_count,
-            instance_type=settings.instance_type,
-            initial_variant_weight=1.0,
-            container_startup_health_check_timeout_in_seconds=timeouts.container_startup_health_check_s,
-            model_data_download_timeout_in_seconds=timeouts.model_data_download_s,
-            inference_ami_version=inference_ami_version,
-        )
-        # Instance types with local NVMe storage keep /opt/ml and /tmp on instance storage, encrypted by the
-        # instance's hardware module; a KmsKeyId does not encrypt it (SageMaker API reference, as of the pinned
-        # botocore), and older versions of that reference said CreateEndpointConfig fails with one: omit it.
-        key_arn, key_reason = (None, LOCAL_STORAGE_KEY) if local_storage else (key.key_arn, None)
+def own_endpoint(model: LlamaEndpoint, *, variant: sagemaker.CfnEndpointConfig.ProductionVariantProperty,
+                 timeouts: StartupTimeouts, key_reason: str | None,
+                 acknowledgements: dict[str, str] | None = None) -> OwnEndpoint:
+    """The endpoint config (of `variant`, encrypted with the model's key unless `key_reason` says why not) and the
+    endpoint of `model`, under it, and its autoscaling."""
+    scope, settings, key, endpoint_name = model, model.props.settings, model.props.key, model.endpoint_name
+    rollback_alarms = model.rollback_alarms
+    key_arn = None if key_reason else key.key_arn
     config = sagemaker.CfnEndpointConfig(
         scope, "Config", production_variants=[variant], kms_key_id=key_arn,
-        data_capture_config=_data_capture(endpoint_name, settings, capture_bucket, key))
+        data_capture_config=_data_capture(endpoint_name, settings, model.props.capture_bucket, key))
     if key_reason:
         acknowledge(config, {f"{NIST}SageMakerEndpointConfigurationKMSKeyConfigured": key_reason,
-                             **({"CKV_AWS_98": key_reason} if serverless_config else {})})
+                             **(acknowledgements or {})})
 
     startup_s, download_s = timeouts.container_startup_health_check_s, timeouts.model_data_download_s
     endpoint = sagemaker.CfnEndpoint(
@@ -96,7 +69,7 @@ def own_endpoint(scope: Construct, *, endpoint_name: str, model: sagemaker.CfnMo
             ),
         ) if settings.alarms.auto_rollback else None,
     )
-    endpoint.node.add_dependency(log_group)
+    endpoint.node.add_dependency(model.log_group)
     scaling = settings.autoscaling
     scalable_target = None
     if scaling is not None:

@@ -56,13 +56,17 @@ class SharedHostingEndpoint(Construct):
             **(vpc_acknowledgements(self) if vpc else {}),
         })
         scaling = settings.managed_scaling
-        local_storage = describe_instance(settings.instance_type).local_storage
+        # A KmsKeyId is left out where any pool keeps its volumes on local NVMe storage (one config serves them all).
+        local_storage = any(describe_instance(t).local_storage for t in settings.instance_types)
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config",
             execution_role_arn=self.role.role_arn,
             production_variants=[sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                 variant_name=VARIANT_NAME,
                 instance_type=settings.instance_type,
+                instance_pools=[sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=t, priority=p)
+                                for p, t in enumerate(settings.instance_pools, start=1)]
+                if settings.instance_pools else None,
                 initial_instance_count=settings.instance_count,
                 inference_ami_version=inference_ami_version,
                 routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=ROUTING),

@@ -29,7 +29,7 @@ from constructs import Construct
 
 from ..config.cuda_architectures import cuda_architectures
 from ..config.image import ImageBuild
-from ..config.instances import Accelerator, describe_instance
+from ..config.instances import Accelerator, Architecture, describe_instance
 from ..custom_resources.function import HandlerFunction
 from ..operations.logs import LogSettings
 from ..security.nag import accept_redundant_depends_on, acknowledge, acknowledge_provider
@@ -48,6 +48,12 @@ KEPT_IMAGES = 20
 # Added to by the configuration instead of replaced (CMake keeps the last -D of a name, so a configured
 # -DCMAKE_CUDA_ARCHITECTURES=... still wins over the derived one).
 APPENDED_BUILD_ARGS = frozenset({"LLAMA_CMAKE_ARGS"})
+# The arm64 image's portable CPU flags, in place of the Dockerfile's x86-64-v3 ones: the Neoverse-V1 baseline the
+# arm64 DLC targets (Armv8.4-A with SVE, int8 matrix multiply and bf16: Graviton3 and newer).
+ARM64_PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8.4-a+sve+i8mm+bf16"
+# The build host runs the image's architecture: docker builds natively, no emulation.
+BUILD_IMAGES = {"x86_64": codebuild.LinuxBuildImage.STANDARD_7_0,
+                "arm64": codebuild.LinuxArmBuildImage.AMAZON_LINUX_2023_STANDARD_3_0}
 # A builder image in ECR (a mirror or pull-through cache of Docker Hub's): the build logs in and may pull it.
 _ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.(?P<domain>amazonaws\.com(?:\.cn)?)"
                         r"/(?P<repository>[^:@]+)")
@@ -78,13 +84,17 @@ def source_fingerprint(context_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def build_args_for(build: ImageBuild, accelerator: Accelerator, instance_types: Sequence[str]) -> dict[str, str]:
-    """The `docker build --build-arg`s: the accelerator's defaults, with the configured `build_args` added.
+def build_args_for(build: ImageBuild, accelerator: Accelerator, instance_types: Sequence[str],
+                   architecture: Architecture = "x86_64") -> dict[str, str]:
+    """The `docker build --build-arg`s: the accelerator's (and arm64's) defaults, with the configured `build_args`
+    added.
 
     GPU: the CUDA builder image and `-DGGML_CUDA=ON` for the CUDA architectures of the instance types the image
     serves (the Dockerfile always keeps its portable CPU flags in front of LLAMA_CMAKE_ARGS).
     """
     args: dict[str, str] = {}
+    if architecture == "arm64":
+        args = {"LLAMA_PORTABLE_CMAKE_ARGS": ARM64_PORTABLE_CMAKE_ARGS}
     if accelerator == "gpu":
         families = [describe_instance(instance_type).family for instance_type in instance_types]
         args = {"BUILDER_IMAGE": build.cuda_builder_image,
@@ -95,11 +105,13 @@ def build_args_for(build: ImageBuild, accelerator: Accelerator, instance_types: 
 
 
 def image_tag(source_digest: str, base_image: str, accelerator: Accelerator,
-              build_args: dict[str, str] | None = None) -> str:
-    """`cpu-<hash>` / `cuda-<hash>`: changes with the adapter source, base image or build args, nothing else."""
+              build_args: dict[str, str] | None = None, architecture: Architecture = "x86_64") -> str:
+    """`cpu-<hash>` / `cuda-<hash>` (`arm64-cpu-<hash>` on Graviton): changes with the adapter source, base image
+    or build args, nothing else."""
     args = json.dumps(build_args or {}, sort_keys=True)
     digest = hashlib.sha256(f"{source_digest}\0{base_image}\0{args}".encode()).hexdigest()
-    return f"{'cuda' if accelerator == 'gpu' else 'cpu'}-{digest[:24]}"
+    prefix = "arm64-" if architecture == "arm64" else ""
+    return f"{prefix}{'cuda' if accelerator == 'gpu' else 'cpu'}-{digest[:24]}"
 
 
 # Writes one NUL-terminated `--build-arg=KEY=VALUE` per build arg (values may hold spaces and semicolons); refuses
@@ -150,13 +162,15 @@ def build_spec() -> codebuild.BuildSpec:
 class DecisionImage(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, context_dir: Path, registry: DlcRegistry,
                  accelerator: Accelerator, key: kms.IKey, build: ImageBuild,
-                 log_settings: LogSettings, instance_types: Sequence[str]) -> None:
+                 log_settings: LogSettings, instance_types: Sequence[str],
+                 architecture: Architecture = "x86_64") -> None:
         super().__init__(scope, construct_id)
-        self.base_image = registry.image_uri(accelerator)
+        self.architecture = architecture
+        self.base_image = registry.image_uri(accelerator, architecture)
         source_digest = source_fingerprint(context_dir)
-        self.build_args = build_args_for(build, accelerator, instance_types)
+        self.build_args = build_args_for(build, accelerator, instance_types, architecture)
         builder = _ECR_IMAGE.match(self.build_args.get("BUILDER_IMAGE", ""))
-        self.tag = image_tag(source_digest, self.base_image, accelerator, self.build_args)
+        self.tag = image_tag(source_digest, self.base_image, accelerator, self.build_args, architecture)
 
         self.repository = ecr.Repository(
             self, "Repository",
@@ -177,7 +191,7 @@ class DecisionImage(Construct):
             description="Builds the SemIf decision image FROM the llama.cpp DLC and pushes it to ECR",
             build_spec=build_spec(),
             environment=codebuild.BuildEnvironment(
-                build_image=codebuild.LinuxBuildImage.STANDARD_7_0,
+                build_image=BUILD_IMAGES[architecture],
                 compute_type=COMPUTE_TYPES[build.compute_type],
                 privileged=True,  # docker build needs the Docker daemon; this project does nothing else
             ),
@@ -205,7 +219,7 @@ class DecisionImage(Construct):
         self.project.add_to_role_policy(iam.PolicyStatement(
             sid="PullBaseImage",
             actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-            resources=[registry.repository_arn]))
+            resources=[registry.repository_arn(architecture)]))
         self.project.add_to_role_policy(iam.PolicyStatement(
             sid="FindExistingImage", actions=["ecr:DescribeImages"], resources=[self.repository.repository_arn]))
         if builder:  # a pull-through cache also creates the repository and imports the image on the first pull

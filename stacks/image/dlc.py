@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from aws_cdk.region_info import RegionInfo
 
 from ..config.image import DlcImage
-from ..config.instances import Accelerator
+from ..config.instances import Accelerator, Architecture
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,18 @@ class DlcRegistry:
     def host(self) -> str:
         return f"{self.account}.dkr.ecr.{self.region}.{self.domain_suffix}"
 
-    @property
-    def repository_arn(self) -> str:
-        return f"arn:{self.partition}:ecr:{self.region}:{self.account}:repository/{self.images.repository}"
+    def repository(self, architecture: Architecture = "x86_64") -> str:
+        """The DLC repository of an architecture: x86-64 (CPU and CUDA), or arm64 (CPU, Graviton3 and newer)."""
+        return self.images.arm64_repository if architecture == "arm64" else self.images.repository
 
-    def image_uri(self, accelerator: Accelerator) -> str:
-        """The DLC image both endpoints use: by digest when `dlc_image.digest` pins it, else by its moving tag."""
+    def repository_arn(self, architecture: Architecture = "x86_64") -> str:
+        return f"arn:{self.partition}:ecr:{self.region}:{self.account}:repository/{self.repository(architecture)}"
+
+    def image_uri(self, accelerator: Accelerator, architecture: Architecture = "x86_64") -> str:
+        """The DLC image of an accelerator and architecture: by digest when `dlc_image.digest` pins it (config
+        refuses a digest where an environment runs both architectures), else by its moving tag."""
+        repository = self.repository(architecture)
         if self.images.digest is not None:
-            return f"{self.host}/{self.images.repository}@{self.images.digest}"
+            return f"{self.host}/{repository}@{self.images.digest}"
         tag = self.images.cuda_tag if accelerator == "gpu" else self.images.cpu_tag
-        return f"{self.host}/{self.images.repository}:{tag}"
+        return f"{self.host}/{repository}:{tag}"

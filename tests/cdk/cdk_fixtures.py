@@ -13,7 +13,8 @@ SYNTHS: dict[str, tuple[str, dict[str, Any] | None]] = {
     "dev": ("dev", None), "prod": ("prod", None), "variant": ("dev", OPTIONAL_FEATURES), "shared": ("shared", None),
     "serverless": ("serverless", None), "scaled-sharing": ("shared", SCALED_SHARING), "api": ("api", None),
     "api-shared": ("shared", API_SHARED), "api-serverless": ("serverless", API_SERVERLESS),
-    "decisions": ("decisions", None)}
+    "decisions": ("decisions", None), "graviton": ("graviton", None), "pooled": ("pooled", None),
+    "scaletozero": ("scaletozero", None)}
 
 
 def synthesized(name: str, tmp_path_factory: pytest.TempPathFactory) -> Synth:
@@ -77,3 +78,21 @@ def api_shared(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def api_serverless(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """`serverless` with the System One API on a custom domain, no account logging role, WAF off."""
     return synthesized("api-serverless", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def graviton(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The shipped `graviton` environment: dev on ml.c7g.xlarge, both endpoints on the arm64 DLC."""
+    return synthesized("graviton", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def pooled(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The shipped `pooled` environment: prod's GPU endpoints on ordered instance pools."""
+    return synthesized("pooled", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def scaletozero(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The shipped `scaletozero` environment: shared hosting whose instances and copies scale to zero."""
+    return synthesized("scaletozero", tmp_path_factory)

@@ -12,16 +12,19 @@ from cdk_fixtures import (
     api_shared,
     decisions,
     dev,
+    graviton,
+    pooled,
     prod,
     scaled_sharing,
+    scaletozero,
     serverless,
     shared,
     variant,
 )
 from support.gguf_files import write_gguf
 
-__all__ = ["api", "api_serverless", "api_shared", "decisions", "dev", "make_gguf", "prod", "scaled_sharing",
-           "serverless", "shared", "variant"]
+__all__ = ["api", "api_serverless", "api_shared", "decisions", "dev", "graviton", "make_gguf", "pooled", "prod",
+           "scaled_sharing", "scaletozero", "serverless", "shared", "variant"]
 
 
 @pytest.fixture

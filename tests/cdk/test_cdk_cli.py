@@ -23,8 +23,8 @@ from support import background
 from stacks.cdk_app import REPO_ROOT
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
-ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api", "decisions")  # each hosting mode, the System One API
-# and a decision-only environment
+ENVIRONMENTS = ("dev", "prod", "shared", "serverless", "api", "decisions", "graviton", "pooled", "scaletozero")
+# each hosting mode, the System One API, a decision-only environment, Graviton, instance pools and scale to zero
 SYNTH_TIMEOUT_S = 300
 BACKGROUND_TIMEOUT_S = 3600  # at the idle priority a synth gets only idle CPU until its test waits for it
 
@@ -110,6 +110,9 @@ EXPECTED_ENDPOINTS = {
     "serverless": {"semif-serverless-chat", "semif-serverless-decision-serverless"},
     "api": {"semif-api-chat", "semif-api-decision"},
     "decisions": {"semif-decisions-decision"},
+    "graviton": {"semif-graviton-chat", "semif-graviton-decision"},
+    "pooled": {"semif-pooled-chat", "semif-pooled-decision"},
+    "scaletozero": {"semif-scaletozero-models"},
 }
 
 
@@ -134,4 +137,5 @@ def test_cli_refuses_an_unknown_environment_by_name(tmp_path: Path) -> None:
     result = cdk_synth("staging", tmp_path)
     assert result.returncode != 0
     assert ("env: unknown environment 'staging'; cdk.json defines "
-            "['api', 'decisions', 'dev', 'prod', 'serverless', 'shared']" in result.stderr)
+            "['api', 'decisions', 'dev', 'graviton', 'pooled', 'prod', 'scaletozero', 'serverless', 'shared']"
+            in result.stderr)

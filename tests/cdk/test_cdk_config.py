@@ -58,8 +58,8 @@ def test_one_map_configures_both_endpoints_and_gpu_offloads_every_layer() -> Non
      "environments.dev.inference_ami_version", "only GPU endpoints"),
     ("dev", {"chat": {"instance_type": "ml.x9.large"}},
      "environments.dev.chat.instance_type", "not an instance type SageMaker real-time endpoints offer"),
-    ("dev", {"decision": {"instance_type": "ml.c7g.large"}},
-     "environments.dev.decision.instance_type", "arm64 (Graviton)"),
+    ("dev", {"decision": {"instance_type": "ml.c6g.large"}},
+     "environments.dev.decision.instance_type", "Graviton2 (Neoverse-N1)"),
     ("dev", {"chat": {"instance_type": "ml.inf2.xlarge"}},
      "environments.dev.chat.instance_type", "Inferentia/Trainium"),
     ("prod", {"chat": {"instance_type": "ml.p3.2xlarge"}},
@@ -137,7 +137,7 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_environment_selection_is_explicit() -> None:
     semif = CDK_CONTEXT["semif"]
-    shipped = r"\['api', 'decisions', 'dev', 'prod', 'serverless', 'shared'\]"
+    shipped = r"\['api', 'decisions', 'dev', 'graviton', 'pooled', 'prod', 'scaletozero', 'serverless', 'shared'\]"
     with pytest.raises(ConfigError, match=r"choose an environment with -c env=NAME, one of " + shipped):
         load_deployment(semif, None)
     with pytest.raises(ConfigError, match="unknown environment 'staging'"):
@@ -187,7 +187,9 @@ def test_dlc_registry_account_comes_from_cdk_region_facts() -> None:
         f"{registry.account}.dkr.ecr.ap-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1")
     china = DlcRegistry.for_region("cn-north-1", dev.dlc_image)
     assert china.image_uri("gpu").endswith(".amazonaws.com.cn/llama-cpp:server-sagemaker-cuda-v1")
-    assert china.repository_arn.startswith("arn:aws-cn:ecr:cn-north-1:")
+    assert china.repository_arn().startswith("arn:aws-cn:ecr:cn-north-1:")
+    assert china.repository_arn("arm64").endswith(":repository/llama-cpp-arm64")
+    assert registry.image_uri("cpu", "arm64").endswith("/llama-cpp-arm64:server-sagemaker-cpu-v1")
 
 
 def test_timeouts_grow_with_model_size_within_sagemaker_bounds() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from cdk_support import Synth, load
 
-from stacks.config.hosting_rules import SERVERLESS_MAX_BODY_BYTES
+from stacks.config.hosting.serverless import SERVERLESS_MAX_BODY_BYTES
 from stacks.endpoints.timeouts import derive_timeouts
 
 KINDS = ("Chat", "Decision")
@@ -74,7 +74,7 @@ def test_the_shared_endpoints_role_pulls_both_images_and_writes_every_log_group_
     _, policy = shared.one("AWS::IAM::Policy", "/Shared/ExecutionPolicy")
     by_sid = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     repository_id, _ = shared.one("AWS::ECR::Repository", "/DecisionImage/Repository")
-    assert by_sid["PullImageChat"]["Resource"] == shared.stack.registry.repository_arn
+    assert by_sid["PullImageChat"]["Resource"] == shared.stack.registry.repository_arn()
     assert by_sid["PullImageDecision"]["Resource"] == {"Fn::GetAtt": [repository_id, "Arn"]}
     for kind, group in (("Chat", "/Chat/Logs"), ("Decision", "/Decision/Logs")):
         log_id, _ = shared.one("AWS::Logs::LogGroup", group)
@@ -175,7 +175,7 @@ def test_switching_to_serverless_is_a_new_endpoint_not_an_update(dev: Synth, ser
 
 # --- every mode: the alarm topic, the warning-rate alarm, the dashboard, the outputs ------------------------------
 
-@pytest.fixture(params=["dev", "prod", "shared", "serverless"])
+@pytest.fixture(params=["dev", "prod", "shared", "serverless", "graviton", "pooled"])
 def each_mode(request: pytest.FixtureRequest) -> Synth:
     return request.getfixturevalue(request.param)
 

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from cdk_support import load, problems
 
-from stacks.config.hosting_rules import TRANSFORM_MAX_PAYLOAD_BYTES, _Copy, _placeable
+from stacks.config.hosting.shared import _Copy, _placeable
+from stacks.config.hosting_rules import TRANSFORM_MAX_PAYLOAD_BYTES
 from stacks.config.instances import GIB, instance_capacity
 from stacks.config.model_fit import check_model_fit
 

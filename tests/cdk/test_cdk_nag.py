@@ -20,7 +20,7 @@ def report(synth_result: Synth) -> dict[str, Any]:
     return json.loads((Path(synth_result.app.outdir) / "validation-report.json").read_text())
 
 
-@pytest.mark.parametrize("env_name", ["dev", "prod", "decisions"])
+@pytest.mark.parametrize("env_name", ["dev", "prod", "decisions", "graviton", "pooled", "scaletozero"])
 def test_shipped_environments_have_no_unacknowledged_finding(env_name: str, request: pytest.FixtureRequest) -> None:
     # The fixture's synth would have raised on any error; warnings would still be listed in the report.
     result: Synth = request.getfixturevalue(env_name)

@@ -10,6 +10,16 @@ CDK_TESTS = Path(__file__).resolve().parent.parent / "cdk"
 if str(CDK_TESTS) not in sys.path:
     sys.path.insert(0, str(CDK_TESTS))
 
-from cdk_fixtures import api, dev, prod, serverless, shared, variant  # noqa: E402
+from cdk_fixtures import (  # noqa: E402
+    api,
+    dev,
+    graviton,
+    pooled,
+    prod,
+    scaletozero,
+    serverless,
+    shared,
+    variant,
+)
 
-__all__ = ["api", "dev", "prod", "serverless", "shared", "variant"]
+__all__ = ["api", "dev", "graviton", "pooled", "prod", "scaletozero", "serverless", "shared", "variant"]

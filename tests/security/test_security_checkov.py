@@ -30,7 +30,7 @@ FRAMEWORKS = ("cloudformation", "secrets")
 # The switches that keep checkov local (found in checkov 3.3's source): no platform mapping or run config
 # (BC_SKIP_MAPPING, --skip-download), no PyPI version check (CKV_SKIP_PACKAGE_UPDATE_CHECK), no API key.
 OFFLINE = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"}
-SCANNED = ("dev", "prod", "shared", "serverless", "variant", "api")
+SCANNED = ("dev", "prod", "shared", "serverless", "variant", "api", "graviton", "pooled", "scaletozero")
 TIMEOUT_S = 300
 BACKGROUND_TIMEOUT_S = 3600  # at the idle priority a scan gets only idle CPU until its test waits for it
 PLANTED_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id

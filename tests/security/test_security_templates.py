@@ -87,7 +87,7 @@ def test_every_resource_wildcard_is_acknowledged_with_a_reason_naming_its_action
 
 def test_execution_roles_read_one_object_pull_one_repository_and_write_their_own_logs(synthesized: Synth) -> None:
     repository_id, _ = synthesized.one("AWS::ECR::Repository", "/DecisionImage/Repository")
-    dlc = synthesized.stack.registry.repository_arn
+    dlc = synthesized.stack.registry.repository_arn()
     for kind, repository in (("Chat", dlc), ("Decision", {"Fn::GetAtt": [repository_id, "Arn"]})):
         log_id, _ = synthesized.one("AWS::Logs::LogGroup", f"/{kind}/Logs")
         _, policy = synthesized.one("AWS::IAM::Policy", f"/{kind}/ExecutionPolicy")

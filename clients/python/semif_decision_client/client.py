@@ -13,7 +13,11 @@ Retries are botocore's (`Config(retries=...)`, standard or adaptive mode, which
 covers throttling, SageMaker's own 5xx and connection errors); a container that
 answers 503/429 (busy or loading) reaches the caller as a `ModelError`, which
 botocore does not retry, so a small `needs-retry` hook asks botocore's loop to
-retry those too, with capped, jittered exponential backoff.
+retry those too, with capped, jittered exponential backoff. The same hook waits out
+an inference component scaled to zero: SageMaker answers `ValidationError` (no
+capacity) until a copy is up again (minutes), so that error is retried too, for up
+to `capacity_attempts` attempts (about ten minutes by default), as AWS's
+scale-to-zero guide asks of clients.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ CONTENT_TYPE = "application/json"
 RETRYABLE_MODEL_STATUS = frozenset({429, 503})  # the container's "busy or still loading, try again"
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 20.0
+NO_CAPACITY = "no capacity"  # in SageMaker's ValidationError for an inference component scaled to zero
+CAPACITY_ATTEMPTS = 35  # backoff capped at BACKOFF_MAX_S: about ten minutes, an instance start and a model load
 PROBABILITY_TOLERANCE = 1e-3
 # What the adapter's schema accepts (container/semif_adapter/doors/request_schema.py and calibration.py), written out so
 # that the client needs boto3 alone; tests/packaging/test_client_contract.py keeps both sides equal. These are
@@ -276,18 +282,28 @@ def _quality_fields(request: DecisionRequest,
     return scoring, tuple(warnings), MappingProxyType(dict(calibration)) if calibration is not None else None
 
 
-def _model_busy_retry(max_attempts: int) -> Callable[..., float | None]:
-    """A `needs-retry` handler: a delay for a container's 503/429 ModelError, else None (botocore decides)."""
+def no_capacity(parsed: Mapping[str, Any]) -> bool:
+    """SageMaker's answer to a request for an inference component with no copy (scaled to zero)."""
+    error = parsed.get("Error", {})
+    return error.get("Code") == "ValidationError" and NO_CAPACITY in str(error.get("Message", "")).lower()
+
+
+def _model_busy_retry(max_attempts: int, capacity_attempts: int = CAPACITY_ATTEMPTS) -> Callable[..., float | None]:
+    """A `needs-retry` handler: a delay for a container's 503/429 ModelError, or for a component scaled to zero
+    (its own, larger budget of attempts), else None (botocore decides)."""
 
     def handler(response: Any = None, attempts: int = 1, **_: Any) -> float | None:
-        if response is None or attempts >= max_attempts:
+        if response is None:
             return None
         _, parsed = response
-        if parsed.get("Error", {}).get("Code") != "ModelError":
+        backoff = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempts - 1))
+        if no_capacity(parsed):
+            return random.uniform(backoff / 2, backoff) if attempts < capacity_attempts else None
+        if attempts >= max_attempts or parsed.get("Error", {}).get("Code") != "ModelError":
             return None
         if parsed.get("OriginalStatusCode") not in RETRYABLE_MODEL_STATUS:
             return None
-        return random.uniform(0.0, min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempts - 1)))
+        return random.uniform(0.0, backoff)
 
     return handler
 
@@ -310,8 +326,8 @@ def as_boto3_session(session: Any = None) -> Any:
 
 def runtime_client(*, session: Any = None, region_name: str | None = None,
                    endpoint_url: str | None = None, max_attempts: int = 5, retry_mode: str = "standard",
-                   read_timeout_s: float = 70.0) -> Any:
-    """A sagemaker-runtime client with botocore's retries (and the busy-container hook).
+                   read_timeout_s: float = 70.0, capacity_attempts: int = CAPACITY_ATTEMPTS) -> Any:
+    """A sagemaker-runtime client with botocore's retries (and the busy-container and scaled-to-zero hook).
 
     `session`: see `as_boto3_session`. The read timeout is above SageMaker's 60 s invocation limit, as AWS advises.
     """
@@ -320,7 +336,7 @@ def runtime_client(*, session: Any = None, region_name: str | None = None,
     client = as_boto3_session(session).client("sagemaker-runtime", region_name=region_name,
                                               endpoint_url=endpoint_url, config=config)
     client.meta.events.register("needs-retry.sagemaker-runtime.InvokeEndpoint",
-                                _model_busy_retry(max_attempts))
+                                _model_busy_retry(max_attempts, capacity_attempts))
     return client
 
 

@@ -11,7 +11,8 @@ openai SDK) and the front (`systemone_front`, the HTTPS API the CDK app deploys 
   decoded here (with a cap on the decoded size where the caller sets one).
 - SageMaker's own errors become the HTTP answers the SDKs know how to handle (both retry 408, 429 and 5xx, so a
   client's mistake stays a 4xx): a container's answer wrapped in `ModelError` comes back as the container gave it
-  (status and body); throttling is 429; `ServiceUnavailable` and `ModelNotReadyException` 503; an invocation timeout
+  (status and body); throttling is 429; `ServiceUnavailable`, `ModelNotReadyException` and an inference component
+  scaled to zero (a `ValidationError`, no capacity: a copy is coming) 503 with Retry-After; an invocation timeout
   504; an unknown endpoint 404; every other AWS error keeps its own status. What is answered here speaks the shape
   of the door called (`error_document`): OpenAI's `{"error": {...}}` on `/v1/decisions`, System One's
   `{"detail": {...}}` elsewhere.
@@ -31,6 +32,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .client import no_capacity
+
 CONTENT_TYPE = "application/json"
 SYSTEMONE_PATH, DECISIONS_PATH, MODELS_PATH = "/v1/systemone", "/v1/decisions", "/v1/models"
 POSTED_PATHS = (SYSTEMONE_PATH, DECISIONS_PATH)  # their bodies go to /invocations as sent
@@ -38,6 +41,7 @@ MODELS_ATTRIBUTES = "route=/v1/models"  # the adapter answers the models list on
 DECISIONS_ATTRIBUTES = "route=/v1/decisions"  # and any body on /invocations as OpenAI's Decisions API
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"  # passed through both ways, as InvokeEndpoint does
 REQUEST_ID = "x-typesafe-request-id"  # the SDK's response.request_id
+CAPACITY_RETRY_AFTER_S = 10  # a component scaled to zero: its first copy takes minutes to come back
 # System One's error_type for the statuses answered here (the adapter's own names).
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "authentication_error",
                404: "not_found_error", 413: "request_too_large", 415: "invalid_request_error",
@@ -184,6 +188,9 @@ def error_answer(error: ClientError, path: str = SYSTEMONE_PATH) -> Answer:
         return original, response_headers(metadata, content_type), body
     if code == "ModelError":  # no status from the container: it did not answer in time (or at all)
         status = 504
+    elif no_capacity(response):  # scaled to zero: a copy is on its way (minutes), so the SDKs' retry of 503 helps
+        headers = {**response_headers(metadata, CONTENT_TYPE), "retry-after": str(CAPACITY_RETRY_AFTER_S)}
+        return 503, headers, error_document(503, f"SageMaker {code}: {message}", path=path)
     elif code == "ValidationError":
         status = 404 if "not found" in message.lower() else 400
     else:
