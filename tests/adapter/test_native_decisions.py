@@ -9,7 +9,6 @@ log) and asked the same request as its first. Every type through every door: tes
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import sys
@@ -24,6 +23,7 @@ import pytest
 from support.adapter_process import START_TIMEOUT, AdapterProcess
 from support.admission import send, wait_admitted
 from support.jevcompat_run import KEY, jevcompat
+from support.native_answers import same_answer
 from support.systemone import many_options
 
 from scripts.dev.decision_models import decision_model, write_decision_model
@@ -44,7 +44,6 @@ QUESTIONS: dict[str, Any] = {
     "angry": {"type": "noul", "instructions": "Is the customer angry?",
               "criteria": {"true": "the customer is angry", "false": "the customer is calm"}},
 }
-TOLERANCE = 1e-12  # what a door derives (confidence, a score's expectation) in another order of sums
 
 
 def native_log(adapter: AdapterProcess) -> dict[str, Any]:
@@ -74,17 +73,6 @@ def pair(head: Path) -> Iterator[tuple[AdapterProcess, list[str], httpx.Client]]
     finally:
         adapter.stop()
 
-
-def same_answer(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
-    """Ours carries every field llama-server gives, with the same values (and x_ fields of its own)."""
-    assert ours["type"] == theirs["type"]
-    for key, value in theirs.items():
-        if key == "probabilities":
-            assert ours[key] == value  # the same floats: relayed, never recomputed
-        elif isinstance(value, float):
-            assert math.isclose(ours[key], value, rel_tol=TOLERANCE, abs_tol=TOLERANCE), (key, ours[key], value)
-        else:
-            assert ours[key] == value, key
 
 
 def test_the_adapter_takes_the_native_path_and_says_so(pair, openjev):

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from support.adapter_process import AdapterProcess
+from support.native_answers import TOLERANCE, same_answer
 from support.systemone import many_options
 
 from scripts.dev.decision_models import decision_model
@@ -25,7 +26,6 @@ from scripts.harness.bench.native import fresh_answer, native_arguments
 from semif_adapter.engine.decision_types import DECISION_TYPES
 
 pytestmark = pytest.mark.slow
-TOLERANCE = 1e-12
 STATE = "I was charged twice for my order last week and nobody has replied."
 STRUCTURED = {"customer": "Dana", "message": "Where is my parcel? It was due on Monday.",
               "order": {"id": 4471, "items": ["laptop", "charger"], "express": True}}
@@ -98,17 +98,6 @@ def served(request: pytest.FixtureRequest) -> Iterator[Served]:
     finally:
         adapter.stop()
 
-
-def same_answer(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
-    """Ours carries every field llama-server gives, with the same values, options in the caller's order."""
-    assert ours["type"] == theirs["type"]
-    for key, value in theirs.items():
-        if key == "probabilities":
-            assert ours[key] == value  # the same floats
-        elif isinstance(value, float):
-            assert math.isclose(ours[key], value, rel_tol=TOLERANCE, abs_tol=TOLERANCE), (key, ours[key], value)
-        else:
-            assert ours[key] == value, key
 
 
 def same_answers(ours: dict[str, Any], theirs: dict[str, Any], asked: dict[str, Any]) -> None:
