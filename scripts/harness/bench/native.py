@@ -1,11 +1,9 @@
 """What our doors cost on a decision model: the adapter's native path against llama-server b11434 called directly.
 
-    python -m scripts.harness.bench.native [--type openjev ...] [--rounds 30] [--requests 12] [--turns 1]
-        [--conformance] [--out DIR]
+    python -m scripts.harness.bench.native [--type openjev ...] [--rounds 30] [--requests 12] [--turns 1] [--out DIR]
 
-Each type named (every type llama.cpp b11434 serves: `--type all`) in turn, one run; `--conformance` also runs the
-public System One suite (`jevcompat test`, unmodified, with a key) against the adapter on each type and keeps its
-verdict and counts per type.
+Each type named (every type llama.cpp b11434 serves: `--type all`) in turn, in one run. The conformance of each type
+is `scripts.harness.bench.native_conformance`.
 
 Same file (a decision-typed copy of the embedded model, scripts/dev/decision_models.py), same requests, and the same
 llama-server command line: the direct server is started with the arguments the adapter logged for its own, so the
@@ -60,7 +58,6 @@ START_TIMEOUT_S = 180.0
 # cores: a system asked right after the other ran about 1.5x slower, whichever it was (measured: the first run of
 # this bench, 2026-12-05). Each turn starts after this pause.
 SETTLE_S = 1.0
-API_KEY = "sk-semif-bench-native"  # jevcompat checks authentication too: the adapter runs with a key
 
 
 def native_arguments(log_text: str) -> dict[str, Any]:
@@ -167,7 +164,7 @@ def throughput(post: Callable[[dict[str, Any]], httpx.Response], requests: int, 
 
 
 def report(result: dict[str, Any]) -> str:
-    """One table of every type's figures against their targets, and each type's conformance where it was run."""
+    """One table of every type's figures against their targets."""
     lines = ["| type | p50 ms, 1 question: ours / direct | p50 ms, 4 questions: ours / direct | "
              f"decisions/s, {CLIENTS} clients: ours / direct | cold start s: ours (its server) / direct |",
              "|---|---|---|---|---|"]
@@ -182,39 +179,27 @@ def report(result: dict[str, Any]) -> str:
     server = " ".join(result["runs"][0]["arguments"][1:])
     lines += ["", f"Targets: p50 at most {P50_TARGET}x llama-server's (the median of the per-round ratios), "
               f"decisions/s at least {THROUGHPUT_TARGET}x. llama-server: `{server}` (each type's own model)."]
-    checked = [run for run in result["runs"] if run.get("conformance")]
-    if checked:
-        lines += ["", "| type | jevcompat | not passed |", "|---|---|---|"]
-        lines += [f"| `{run['decision_type']}` | {run['conformance']['summary']} | "
-                  + ("; ".join(f"`{rid}`: {why}" for rid, why in run["conformance"]["not_passed"].items()) or "none")
-                  + " |" for run in checked]
     lines += ["", f"Command: `{result['command']}`; {result['machine']}, {result['measured']}."]
     return "\n".join(lines)
 
 
 def bench_type(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    """One type: the adapter and a direct llama-server like its own, taking turns; jevcompat if asked."""
+    """One type: the adapter and a direct llama-server like its own, taking turns."""
     from semif_adapter.core.native_service import WARMUP_REQUEST
 
     model = decision_model(name)
-    keys = work / f"{name}-keys.txt"
-    from semif_adapter.doors.api_keys import HASH_PREFIX, digest
-
-    keys.write_text(f"bench {HASH_PREFIX}{digest(API_KEY).hex()}\n")
     env = {"SM_LLAMA_CPP_MODEL": str(model), "SEMIF_RESULT_CACHE_ENTRIES": "0",
-           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-           **({"SEMIF_API_KEYS_FILE": str(keys)} if args.conformance else {})}
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     started = time.perf_counter()
     container = start_decision_container("decision", env, work / name)
     direct = None
-    headers = {"Authorization": f"Bearer {API_KEY}"} if args.conformance else {}
     try:
         wait_for_ping(container.child, container.url + "/ping", START_TIMEOUT_S)
         adapter_ping_s = time.perf_counter() - started
         log_path = container.child.log_path
         ready = native_arguments(log_path.read_text() if log_path else "")
         direct = DirectServer(ready["arguments"], WARMUP_REQUEST)
-        with httpx.Client(base_url=container.url, timeout=300, headers=headers) as client:
+        with httpx.Client(base_url=container.url, timeout=300) as client:
             posts: dict[str, Callable[[dict[str, Any]], httpx.Response]] = {
                 "ours": lambda body: client.post("/v1/systemone", json=body), "direct": direct.ask}
             rows = [latency(posts, count, args.rounds, 1 + 10_000 * position) for position, count in enumerate(COUNTS)]
@@ -225,9 +210,6 @@ def bench_type(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any
                     rates[system].append(throughput(posts[system], args.requests,
                                                     100_000 + 1_000 * (2 * turn + position)))
         direct_health_s = direct.start_s
-        direct.stop()
-        direct = None
-        conformance = conformance_of(container.url, work / f"{name}-jevcompat.json") if args.conformance else None
     finally:
         if direct is not None:
             direct.stop()
@@ -238,21 +220,7 @@ def bench_type(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any
             "throughput": {"ours": ours, "direct": theirs, "turns": rates, "ratio": ratio,
                            "target": THROUGHPUT_TARGET, "met": ratio >= THROUGHPUT_TARGET},
             "cold_start": {"adapter_ping_s": adapter_ping_s, "native_start_s": ready["start_ms"] / 1000,
-                           "direct_health_s": direct_health_s},
-            "conformance": conformance}
-
-
-def conformance_of(url: str, report_path: Path) -> dict[str, Any]:
-    """jevcompat's verdict, its counts, and every check that did not pass with its first finding."""
-    done = subprocess.run([str(Path(sys.executable).with_name("jevcompat")), "test", url, "--json", str(report_path),
-                           "--timeout", "300", "--key", API_KEY], capture_output=True, text=True, check=False)
-    if not report_path.exists():
-        raise RuntimeError(f"jevcompat wrote no report: {done.stdout[-2000:]} {done.stderr[-2000:]}")
-    found = json.loads(report_path.read_text())
-    failed = {r["id"]: (r.get("findings") or [{}])[0].get("message", r["status"]) for r in found["results"]
-              if r["status"] not in {"pass", "skip"}}
-    summary = done.stdout.strip().splitlines()[-2] if done.stdout.strip() else ""
-    return {"summary": summary, "not_passed": failed}
+                           "direct_health_s": direct_health_s}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,7 +231,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--requests", type=int, default=12, help="requests per client in the throughput turn")
     parser.add_argument("--turns", type=int, default=1, help="pairs of throughput turns (each order once per pair)")
-    parser.add_argument("--conformance", action="store_true", help="also run jevcompat on each type")
     parser.add_argument("--out", type=Path, help="write native.json and native.md here")
     args = parser.parse_args(argv)
     names = list(DECISION_TYPES) if "all" in args.type else args.type

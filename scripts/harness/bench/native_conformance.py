@@ -1,0 +1,89 @@
+"""The public System One conformance suite on each decision type: what a type's head meets, and what it cannot.
+
+    python -m scripts.harness.bench.native_conformance [--type all | TYPE ...] [--out DIR]
+
+The adapter as the image starts it, on each type's test model (scripts/dev/decision_models.py), with an API key;
+`jevcompat test` unmodified against it. Kept per type: the verdict line and every check that did not pass, with its
+first finding (a joint head's `semantics.question-order`, a head's option or batch limit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ...dev.decision_models import decision_model
+from ...local.endpoints import start_decision_container
+from ...local.processes import wait_for_ping
+
+API_KEY = "sk-semif-native-conformance"
+START_TIMEOUT_S = 180.0
+
+
+def conformance(name: str, work: Path) -> dict[str, Any]:
+    from semif_adapter.doors.api_keys import HASH_PREFIX, digest
+
+    keys = work / f"{name}-keys.txt"
+    keys.write_text(f"conformance {HASH_PREFIX}{digest(API_KEY).hex()}\n")
+    env = {"SM_LLAMA_CPP_MODEL": str(decision_model(name)), "SEMIF_API_KEYS_FILE": str(keys),
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    container = start_decision_container("decision", env, work / name)
+    report = work / f"{name}-jevcompat.json"
+    try:
+        wait_for_ping(container.child, container.url + "/ping", START_TIMEOUT_S)
+        done = subprocess.run([str(Path(sys.executable).with_name("jevcompat")), "test", container.url, "--json",
+                               str(report), "--timeout", "300", "--key", API_KEY],
+                              capture_output=True, text=True, check=False)
+    finally:
+        container.child.stop(timeout_s=30)
+    if not report.exists():
+        raise RuntimeError(f"jevcompat wrote no report: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+    results = json.loads(report.read_text())["results"]
+    not_passed = {r["id"]: (r.get("findings") or [{}])[0].get("message", r["status"]) for r in results
+                  if r["status"] not in {"pass", "skip"}}
+    verdict = next((line.strip() for line in reversed(done.stdout.splitlines()) if "MUST" in line), "")
+    return {"decision_type": name, "verdict": verdict, "not_passed": not_passed}
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = ["| type | jevcompat | not passed, and why |", "|---|---|---|"]
+    for run in result["runs"]:
+        why = "; ".join(f"`{rid}`: {message}" for rid, message in run["not_passed"].items()) or "none"
+        lines.append(f"| `{run['decision_type']}` | {run['verdict']} | {why} |")
+    lines += ["", f"Command: `{result['command']}`; {result['machine']}, {result['measured']}."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from semif_adapter.engine.decision_types import DECISION_TYPES
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--type", nargs="+", default=["all"], choices=[*DECISION_TYPES, "all"])
+    parser.add_argument("--out", type=Path, help="write conformance.json and conformance.md here")
+    args = parser.parse_args(argv)
+    names = list(DECISION_TYPES) if "all" in args.type else args.type
+    with tempfile.TemporaryDirectory(prefix="native-conformance-") as work:
+        runs = [conformance(name, Path(work)) for name in names]
+    command = ("python -m scripts.harness.bench.native_conformance "
+               + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    result = {"runs": runs, "command": command, "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
+              "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    text = report(result)
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "conformance.json").write_text(json.dumps(result, indent=1) + "\n")
+        (args.out / "conformance.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
