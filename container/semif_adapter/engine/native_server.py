@@ -9,8 +9,8 @@ is sick: `failed` is set and the adapter exits, so SageMaker replaces the instan
 cannot answer.
 
 Every request is asked of a server whose slots hold nothing (`ask_fresh`): llama-server continues a new prompt from
-whatever its slot still holds, and a decode split at another place gives other floats (0.2253 fresh, 0.2196 after
-any earlier request, on one openjev question). Clearing the slots first, one request at a time, makes an answer a
+whatever its slot still holds, and a decode split at another place gives other floats (0.2811 fresh, 0.3337 after
+the same request, on one openjev choice). Clearing the slots first, one request at a time, makes an answer a
 function of the request alone: the numbers a fresh llama-server with the same arguments gives to it as its first.
 """
 
