@@ -22,18 +22,10 @@ from ..core.identity import ModelIdentity
 from ..core.question import Kind, Question, Scoring
 from ..core.question_frames import DEFAULT_FRAMES, Frames
 from ..core.service import Decided
-from ..core.typed_questions import YES, Asking, Option, as_text
+from ..core.typed_questions import YES, Asking, Option
 from ..errors import PromptTooLongError, RequestError, ServiceError
-from .openai_schema import (
-    ChoiceQuestion,
-    Content,
-    DecisionsRequest,
-    DecisionsValidationError,
-    JsonPart,
-    Predicate,
-    TextPart,
-    validate,
-)
+from .openai_input import read, state
+from .openai_schema import ChoiceQuestion, DecisionsRequest, DecisionsValidationError, Predicate, validate
 from .response import timing_document
 from .systemone_contract import Rendered, choice_confidence, encode, input_tokens, request_timing, score_confidence
 
@@ -91,27 +83,6 @@ def failure(error: BaseException, request_id: str, *, overload_status: int = OVE
     return Rendered(500, error_document(500, f"internal error; request id {request_id}", None, "internal_error"), {})
 
 
-def _read(content: Content) -> Any:
-    """What the model reads of an input or instructions: a string, one JSON part as its structure, several parts
-    joined by blank lines."""
-    if isinstance(content, str):
-        return content
-    pieces = [part.text if isinstance(part, TextPart) else part.data for part in content
-              if isinstance(part, TextPart | JsonPart)]  # images were refused at validation
-    return _joined(pieces)
-
-
-def _state(request: DecisionsRequest) -> Any:
-    if isinstance(request.input, str):
-        return request.input
-    return _joined([_read(message.content) for message in request.input])
-
-
-def _joined(pieces: list[Any]) -> Any:
-    """One piece as it is (a JSON part keeps its structure); several as text joined by blank lines."""
-    return pieces[0] if len(pieces) == 1 else "\n\n".join(as_text(piece) for piece in pieces)
-
-
 def _option_ids(question: ChoiceQuestion) -> list[str]:
     """The core's answer ids: a string value is its own id (as a System One option name), a boolean its JSON text
     unless a string value of the question already spells it."""
@@ -128,10 +99,11 @@ def _value_text(value: str | bool) -> str:
 
 
 def to_questions(request: DecisionsRequest, default_method: str, frames: Frames = DEFAULT_FRAMES) -> list[Question]:
-    asking = Asking(_state(request), request.x_scoring or Scoring(default_method), request.x_temperature, frames)
+    asking = Asking(state(request.input), request.x_scoring or Scoring(default_method), request.x_temperature, frames,
+                    request.prompt_cache_key or "")
     found = []
     for index, question in enumerate(request.questions):
-        instructions = _read(question.instructions)
+        instructions = read(question.instructions)
         name = question.name or f"question_{index}"
         if isinstance(question, Predicate):
             found.append(asking.yes_no(instructions, name=name))
@@ -165,8 +137,13 @@ class DecisionsTicket:
         return cls(request, tuple(to_questions(request, default_method, frames)), identity, writes_prefix)
 
     def log_fields(self) -> dict[str, Any]:
-        return {"contract": "openai_decisions", "questions": len(self.questions),
-                "scoring": self.questions[0].method.value}
+        """The access-log line's fields; the caller's `safety_identifier` beside the request id (never a metric
+        dimension: one per end user)."""
+        fields = {"contract": "openai_decisions", "questions": len(self.questions),
+                  "scoring": self.questions[0].method.value}
+        if self.request.safety_identifier is not None:
+            fields["safety_identifier"] = self.request.safety_identifier
+        return fields
 
     def render(self, answers: Sequence[Decided | BaseException], request_id: str,
                overload_status: int = OVERLOADED) -> Rendered:
