@@ -12,7 +12,7 @@ from typing import Any
 import openai
 import pytest
 from support.adapter_process import AdapterProcess
-from support.openai_decisions import CHOICE, MODEL, PREDICATE, SCORE, post, sdk
+from support.openai_adapter import CHOICE, MODEL, PREDICATE, SCORE, post, sdk
 from support.systemone import TICKET
 
 from semif_adapter.engine.embedded_model import embedded_model_path

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 from openai import AsyncOpenAI
-from support.openai_decisions import BOOLEAN, CHOICE, LONG_S, MODEL, PREDICATE, SCORE, error_of, post, sdk
+from support.openai_adapter import BOOLEAN, CHOICE, LONG_S, MODEL, PREDICATE, SCORE, error_of, post, sdk
 from support.systemone import TICKET, numbers
 
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
