@@ -28,6 +28,7 @@ from support.openai_adapter import (
 )
 from support.systemone import TICKET
 
+from scripts.local.processes import wait_until
 from semif_adapter.engine.embedded_model import embedded_model_path
 
 pytestmark = pytest.mark.slow
@@ -135,6 +136,8 @@ def test_prompt_cache_key_partitions_every_cache_and_safety_identifier_is_logged
     assert again.answers[0].x_timing["cache_source"] == "result"  # once under one key
     assert again.usage.input_tokens_details.cache_write_tokens == 0
     assert other.answers[0].probability == first.answers[0].probability  # the key never changes the numbers
+    wait_until(lambda: "user-7f3a" in process.logs() and process.logs().count('"_aws"') >= 3, timeout_s=10,
+               what="the access-log line and the metrics")  # both written after the response is sent
     lines = [json.loads(line) for line in process.logs().splitlines() if line.startswith("{")]
     access = [line for line in lines if line.get("safety_identifier") == "user-7f3a"]
     assert len(access) == 1 and access[0]["request_id"] and access[0]["path"] == "/v1/decisions"
