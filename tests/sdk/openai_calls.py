@@ -75,8 +75,23 @@ async def async_answers(client: AsyncOpenAI) -> dict[str, Any]:
     return {"text": answers(text), "conversation": answers(conversation)}
 
 
+def langchain_answers(gateway: str) -> dict[str, Any] | None:
+    """langchain-openai's `OpenAIDecisions`, where this venv has it (the current SDK's), sync and async."""
+    try:
+        from langchain_openai.decisions import Choice, OpenAIDecisions, Predicate
+    except ImportError:
+        return None
+    decisions = OpenAIDecisions(model="jev-latest", base_url=f"{gateway}/v1", api_key="local", max_retries=0)
+    request: Any = {"input": TICKET, "questions": {
+        "refund": Predicate(instructions=QUESTIONS[0]["instructions"]),
+        "team": Choice(instructions=QUESTIONS[1]["instructions"], choices={"billing": "payments", "other": None})}}
+    seen = {"sync": decisions.invoke(request), "async": asyncio.run(decisions.ainvoke(request))}
+    return {mode: {"refund": answer.predicates["refund"].probability,
+                   "team": answer.choices["team"].choice} for mode, answer in seen.items()}
+
+
 def main(gateway: str) -> dict[str, Any]:
-    report: dict[str, Any] = {"version": openai.__version__}
+    report: dict[str, Any] = {"version": openai.__version__, "langchain": langchain_answers(gateway)}
     for way, (sync, asynchronous) in clients(gateway).items():
         with sync:
             text = sync.decisions.create(model="jev-latest", input=TICKET, questions=QUESTIONS)  # type: ignore[arg-type]

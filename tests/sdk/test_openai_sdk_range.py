@@ -1,7 +1,8 @@
 """The openai SDK range: the oldest supported version (requirements-dev.txt's pin, in .venv) and the current one
 (requirements-openai.txt, in .venv-openai, installed by `make bootstrap`), each unmodified, sync and async, with a
 Bearer key through the local gateway and through SageMakerTransport (SigV4), a string input and a conversation of
-every input item kind: the same answers from both versions. `openai_calls.py` runs in each venv as user code does.
+every input item kind: the same answers from both versions; and langchain-openai's `OpenAIDecisions` on the
+current one. `openai_calls.py` runs in each venv as user code does.
 """
 
 from __future__ import annotations
@@ -77,3 +78,12 @@ def test_sync_and_async_bearer_and_sigv4_give_the_same_answers(reports, version)
 def test_both_sdk_versions_read_the_same_numbers(reports):
     assert reports["oldest"]["bearer"]["sync"]["text"] == reports["current"]["bearer"]["sync"]["text"]
     assert reports["oldest"]["bearer"]["sync"]["conversation"] == reports["current"]["bearer"]["sync"]["conversation"]
+
+
+def test_langchain_openai_on_the_current_sdk_reads_the_same_numbers(reports):
+    """langchain-openai's OpenAIDecisions (current venv only), sync and async, through the gateway."""
+    assert reports["oldest"]["langchain"] is None
+    seen = reports["current"]["langchain"]
+    assert seen["sync"] == seen["async"]
+    assert seen["sync"]["refund"] == reports["current"]["bearer"]["sync"]["text"][0]["probability"]
+    assert seen["sync"]["team"] in ("billing", "other")
