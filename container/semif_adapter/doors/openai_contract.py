@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.responses import Response
+
 from ..core.identity import ModelIdentity
 from ..core.question import Kind, Question, Scoring
 from ..core.question_frames import DEFAULT_FRAMES, Frames
@@ -27,7 +29,15 @@ from ..errors import PromptTooLongError, RequestError, ServiceError
 from .openai_input import read, state
 from .openai_schema import ChoiceQuestion, DecisionsRequest, DecisionsValidationError, Predicate, validate
 from .response import timing_document
-from .systemone_contract import Rendered, choice_confidence, encode, input_tokens, request_timing, score_confidence
+from .systemone_contract import (
+    Rendered,
+    choice_confidence,
+    encode,
+    input_tokens,
+    rendered_response,
+    request_timing,
+    score_confidence,
+)
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
                404: "invalid_request_error", 405: "invalid_request_error", 408: "timeout",
@@ -136,7 +146,7 @@ class DecisionsTicket:
                                f"serves {identity.name!r} (GET /v1/models lists its names)", "model", status=404)
         return cls(request, tuple(to_questions(request, default_method, frames)), identity, writes_prefix)
 
-    def log_fields(self) -> dict[str, Any]:
+    def log_fields(self, answers: Sequence[Decided | BaseException] = ()) -> dict[str, Any]:
         """The access-log line's fields; the caller's `safety_identifier` beside the request id (never a metric
         dimension: one per end user)."""
         fields = {"contract": "openai_decisions", "questions": len(self.questions),
@@ -171,6 +181,10 @@ class DecisionsTicket:
         cached = held + sum(max(0, min(d.cached_tokens, d.raw.effort.read_tokens) - prefix) for d in decided)
         total = input_tokens(decided)
         return _usage(total, min(cached, total), prefix - held if self.writes_prefix else 0)
+
+    def respond(self, answers: Sequence[Decided | BaseException], request_id: str, *, invocations: bool) -> Response:
+        """The answer on its route (overload: 429) or on SageMaker's /invocations (503, what its clients retry)."""
+        return rendered_response(self.render(answers, request_id, SAGEMAKER_BUSY if invocations else OVERLOADED))
 
     def line(self, answers: Sequence[Decided | BaseException], number: int, request_id: str) -> bytes:
         rendered = self.render(answers, request_id, overload_status=SAGEMAKER_BUSY)
