@@ -110,7 +110,8 @@ def _asked(question: Any) -> tuple[str, str | None]:
 
 
 def speaks_systemone(document: Any) -> bool:
-    """The adapter's rule (semif_adapter.doors.http_app): an object with `questions` and no SemIf `decision(s)`."""
+    """The adapter's rule (semif_adapter.doors.systemone_door): an object with `questions` and no SemIf
+    `decision(s)`."""
     return isinstance(document, dict) and "questions" in document and "decision" not in document \
         and "decisions" not in document
 

@@ -29,7 +29,7 @@ CACHE_DIR="${SEMIF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/semif-sagemaker}"
 mkdir -p "$CACHE_DIR/venvs"
 LOG_DIR="$CACHE_DIR/logs"  # each step's log, named on its start line (progress.sh)
 STEPS=4  # the steps below, numbered [N/STEPS] on their lines
-[ "$WHAT" = demo ] || STEPS=9
+[ "$WHAT" = demo ] || STEPS=10
 
 # cached_venv TARGET KEY INSTALL [ARGS]: the current step: a venv at TARGET made by `INSTALL TARGET ARGS`, once per KEY.
 cached_venv() {
@@ -151,6 +151,8 @@ pinned_venv() {
 pinned_venv .venv-checkov requirements-security.txt checkov
 # The sagemaker SDK v3 and the AWS CLI v1: the SDK test, tests/sdk.
 pinned_venv .venv-sagemaker requirements-sagemaker.txt "the sagemaker SDK and the AWS CLI (about 1 GB)"
+# The current openai SDK beside .venv's oldest supported one: the SDK-range test, tests/sdk/test_openai_sdk_range.py.
+pinned_venv .venv-openai requirements-openai.txt "the current openai SDK"
 # The System One benchmark tools (jevcompat, sys1bench, jevbench; ~370 MB with pandas and scipy): the benchmark, and
 # the test that regenerates the sys1bench labelled set.
 pinned_venv .venv-bench requirements-bench.txt "the System One benchmark tools (jevcompat, sys1bench, jevbench)"

@@ -14,43 +14,14 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from openai import AsyncOpenAI, OpenAI
+from openai import AsyncOpenAI
+from support.openai_adapter import BOOLEAN, CHOICE, LONG_S, MODEL, PREDICATE, SCORE, error_of, post, sdk
 from support.systemone import TICKET, numbers
 
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.engine.embedded_model import embedded_model_path
 
 pytestmark = pytest.mark.slow
-
-MODEL = "SmolLM2-135M-Instruct.Q4_1"
-LONG_S = 600.0
-PREDICATE = {"type": "predicate", "instructions": "The customer is asking for money back.", "name": "refund"}
-CHOICE = {"type": "choice", "instructions": "Which team should handle this ticket?", "name": "team",
-          "choices": [{"value": "Billing", "description": "Payments, invoices, refunds"},
-                      {"value": "Technical", "description": "Bugs, outages, integrations"},
-                      {"value": "Sales"}]}
-BOOLEAN = {"type": "choice", "instructions": "Is this about an invoice?",
-           "choices": [{"value": True}, {"value": "true"}, {"value": False, "description": "Not about an invoice"}]}
-SCORE = {"type": "score", "instructions": "How frustrated is the customer?", "name": "anger",
-         "levels": [{"label": "Calm"}, {"label": "Frustrated", "description": "upset but polite"},
-                    {"label": "Very angry"}]}
-
-
-def sdk(url: str, key: str = "unused", **options: Any) -> OpenAI:
-    return OpenAI(base_url=url + "/v1", api_key=key, max_retries=0, timeout=LONG_S, **options)
-
-
-def post(client: httpx.Client, payload: object, path: str = "/v1/decisions") -> httpx.Response:
-    return client.post(path, content=json.dumps(payload).encode(), timeout=LONG_S,
-                       headers={"content-type": "application/json"})
-
-
-def error_of(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    return error
-
 
 def test_every_type_answers_in_the_sdks_types_in_question_order(adapter):
     decision = sdk(adapter.url).decisions.create(model=MODEL, input=TICKET,
@@ -196,7 +167,7 @@ def test_request_level_errors_map_to_the_sdks_exceptions(adapter, client):
         api.decisions.create(model=MODEL, input=TICKET, questions=[])
     assert none.value.body["param"] == "questions"
     with pytest.raises(openai.BadRequestError) as role:
-        api.decisions.create(model=MODEL, input=[{"role": "assistant", "content": "Hi"}], questions=[PREDICATE])
+        api.decisions.create(model=MODEL, input=[{"role": "critic", "content": "Hi"}], questions=[PREDICATE])
     assert role.value.body["param"] == "input[0].role"
     assert error_of(client.post("/v1/decisions", content=b"{not json", headers={"content-type": "application/json"}),
                     400)["type"] == "invalid_request_error"

@@ -188,11 +188,12 @@ class Likelihood:
                             prompt=PromptId.of(plan), effort=effort)
 
 
-BaselineKey = tuple[str, tuple[tuple[str, str], ...]]
+BaselineKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
 class BaselineCache:
-    """pmi's content-free summed log-probabilities by answer id, keyed by the criterion and the answers (by id)."""
+    """pmi's content-free summed log-probabilities by answer id, keyed by the cache partition, the criterion and
+    the answers (by id)."""
 
     def __init__(self, entries: int = BASELINE_CACHE_ENTRIES) -> None:
         self._entries: OrderedDict[BaselineKey, dict[str, float]] = OrderedDict()
@@ -202,7 +203,8 @@ class BaselineCache:
     @staticmethod
     def key(question: Question) -> BaselineKey:
         """Any order of the same answers has the same key: the baseline prompt lists them in canonical order."""
-        return canonical_state(question.criterion), tuple(sorted((a.id, a.text) for a in question.answers))
+        return (question.partition, canonical_state(question.criterion),
+                tuple(sorted((a.id, a.text) for a in question.answers)))
 
     def get(self, key: BaselineKey) -> dict[str, float] | None:
         with self._lock:

@@ -76,7 +76,7 @@ def letters_plan(frame: ChatFrame, question: Question) -> PromptPlan:
         branches.append(Branch(order=order, texts=(Text(' "options": [' + listed + "]}"),
                                                    Text(frame.suffix, template=True))))
     plan = PromptPlan(head=frame.head, state=state_piece(question.state), common=common, branches=tuple(branches),
-                      version=frame.version(LETTERS_VERSION), sha256="")
+                      version=frame.version(LETTERS_VERSION), sha256="", partition=question.partition)
     return _with_sha(plan, plan.text(0))
 
 
@@ -92,7 +92,7 @@ def answers_plan(frame: ChatFrame, question: Question, *, content_free: bool = F
                      for index in order)
     state = state_piece(CONTENT_FREE_EVIDENCE if content_free else question.state)
     plan = PromptPlan(head=frame.head, state=state, common=common, branches=branches,
-                      version=frame.version(ANSWERS_VERSION), sha256="")
+                      version=frame.version(ANSWERS_VERSION), sha256="", partition=question.partition)
     prompt = plan.head + plan.state + "".join(t.text for t in common)
     return _with_sha(plan, prompt + "".join("\x00" + frame.answer_lead + question.answers[index].text
                                               for index in order))

@@ -62,6 +62,7 @@ class Question:
     kind: Kind = Kind.DECISION
     debias: Debias = Debias.NONE
     temperature: float = 1.0  # applied after the raw scores: never part of a cache key
+    partition: str = ""  # OpenAI's prompt_cache_key: what is computed under one is never served from cache to another
     asked: Asked | None = field(default=None, compare=False)  # for the native engine (core/native_service.py)
 
     def canonical_order(self) -> list[int]:

@@ -33,6 +33,7 @@ from ..engine.prefix_cache import PrefixCache, default_budget
 from ..engine.tokens import PromptTokenizer, check_exact
 from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ShuttingDownError
 from ..settings import Settings
+from .conversation import Conversation, plain_transcript, turns
 from .identity import ModelIdentity
 from .lanes import request_lanes
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
@@ -240,6 +241,7 @@ class DecisionService:
     async def decide_all(self, questions: Sequence[Question]) -> list[Decided | BaseException]:
         """Every question's answer (or its error) in input order; run in the order that reuses most."""
         admitted_at = time.perf_counter()
+        questions = self._readable(questions)
         with self._lock:
             self._admit(len(questions))
             jobs: dict[int, Future[Decided]] = {}
@@ -264,6 +266,24 @@ class DecisionService:
             # request's input (up to 6 MB, far more as tokens) in memory until the cyclic GC happened to run.
             del jobs, waiting
         return [self._handed_back(answer) for answer in done]
+
+    def _readable(self, questions: Sequence[Question]) -> list[Question]:
+        """A conversation state as the text the engine's prompt holds (once per state): its turns as the model's
+        chat template lays them out (`conversation.turns`), or `role: text` turns where the model has no template
+        llama.cpp can apply."""
+        rendered: dict[int, str] = {}
+        out = []
+        for asked in questions:
+            state = asked.state
+            if not (isinstance(state, Conversation) and self._runtime is not None):
+                out.append(asked)
+                continue
+            if id(state) not in rendered:
+                pieces = turns(state)
+                text = self._runtime.render_turns(self.settings.chat_template, pieces)
+                rendered[id(state)] = text if text is not None else plain_transcript(pieces)
+            out.append(replace(asked, state=rendered[id(state)]))
+        return out
 
     def _handed_back(self, answer: Decided | BaseException) -> Decided | BaseException:
         if isinstance(answer, DecodeAbortedError | asyncio.CancelledError) and self._draining:

@@ -46,12 +46,13 @@ class Option:
 
 @dataclass(frozen=True)
 class Asking:
-    """What every question of a request shares: the state, the method and the temperature."""
+    """What every question of a request shares: the state, the method, the temperature and the caches' partition."""
 
     state: Any
     method: Scoring
     temperature: float
     frames: Frames
+    partition: str = ""
 
     def choice(self, instructions: Any, options: Sequence[Option], name: str = "choice") -> Question:
         answers = []
@@ -91,4 +92,5 @@ class Asking:
                   asked: Asked) -> Question:
         criterion = instructions if instructions is not None else default
         return Question(state=self.state, criterion=criterion, answers=tuple(answers), method=self.method, kind=kind,
-                        temperature=self.temperature, asked=replace(asked, instructions=criterion))
+                        temperature=self.temperature, partition=self.partition,
+                        asked=replace(asked, instructions=criterion))

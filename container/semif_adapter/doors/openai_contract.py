@@ -18,24 +18,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.responses import Response
+
 from ..core.identity import ModelIdentity
 from ..core.question import Kind, Question, Scoring
 from ..core.question_frames import DEFAULT_FRAMES, Frames
 from ..core.service import Decided
-from ..core.typed_questions import YES, Asking, Option, as_text
+from ..core.typed_questions import YES, Asking, Option
 from ..errors import PromptTooLongError, RequestError, ServiceError
-from .openai_schema import (
-    ChoiceQuestion,
-    Content,
-    DecisionsRequest,
-    DecisionsValidationError,
-    JsonPart,
-    Predicate,
-    TextPart,
-    validate,
-)
+from .openai_input import read, state
+from .openai_schema import ChoiceQuestion, DecisionsRequest, DecisionsValidationError, Predicate, validate
 from .response import timing_document
-from .systemone_contract import Rendered, choice_confidence, encode, input_tokens, request_timing, score_confidence
+from .systemone_contract import (
+    Rendered,
+    choice_confidence,
+    encode,
+    input_tokens,
+    rendered_response,
+    request_timing,
+    score_confidence,
+)
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
                404: "invalid_request_error", 405: "invalid_request_error", 408: "timeout",
@@ -91,27 +93,6 @@ def failure(error: BaseException, request_id: str, *, overload_status: int = OVE
     return Rendered(500, error_document(500, f"internal error; request id {request_id}", None, "internal_error"), {})
 
 
-def _read(content: Content) -> Any:
-    """What the model reads of an input or instructions: a string, one JSON part as its structure, several parts
-    joined by blank lines."""
-    if isinstance(content, str):
-        return content
-    pieces = [part.text if isinstance(part, TextPart) else part.data for part in content
-              if isinstance(part, TextPart | JsonPart)]  # images were refused at validation
-    return _joined(pieces)
-
-
-def _state(request: DecisionsRequest) -> Any:
-    if isinstance(request.input, str):
-        return request.input
-    return _joined([_read(message.content) for message in request.input])
-
-
-def _joined(pieces: list[Any]) -> Any:
-    """One piece as it is (a JSON part keeps its structure); several as text joined by blank lines."""
-    return pieces[0] if len(pieces) == 1 else "\n\n".join(as_text(piece) for piece in pieces)
-
-
 def _option_ids(question: ChoiceQuestion) -> list[str]:
     """The core's answer ids: a string value is its own id (as a System One option name), a boolean its JSON text
     unless a string value of the question already spells it."""
@@ -128,10 +109,11 @@ def _value_text(value: str | bool) -> str:
 
 
 def to_questions(request: DecisionsRequest, default_method: str, frames: Frames = DEFAULT_FRAMES) -> list[Question]:
-    asking = Asking(_state(request), request.x_scoring or Scoring(default_method), request.x_temperature, frames)
+    asking = Asking(state(request.input), request.x_scoring or Scoring(default_method), request.x_temperature, frames,
+                    request.prompt_cache_key or "")
     found = []
     for index, question in enumerate(request.questions):
-        instructions = _read(question.instructions)
+        instructions = read(question.instructions)
         name = question.name or f"question_{index}"
         if isinstance(question, Predicate):
             found.append(asking.yes_no(instructions, name=name))
@@ -164,9 +146,14 @@ class DecisionsTicket:
                                f"serves {identity.name!r} (GET /v1/models lists its names)", "model", status=404)
         return cls(request, tuple(to_questions(request, default_method, frames)), identity, writes_prefix)
 
-    def log_fields(self) -> dict[str, Any]:
-        return {"contract": "openai_decisions", "questions": len(self.questions),
-                "scoring": self.questions[0].method.value}
+    def log_fields(self, answers: Sequence[Decided | BaseException] = ()) -> dict[str, Any]:
+        """The access-log line's fields; the caller's `safety_identifier` beside the request id (never a metric
+        dimension: one per end user)."""
+        fields = {"contract": "openai_decisions", "questions": len(self.questions),
+                  "scoring": self.questions[0].method.value}
+        if self.request.safety_identifier is not None:
+            fields["safety_identifier"] = self.request.safety_identifier
+        return fields
 
     def render(self, answers: Sequence[Decided | BaseException], request_id: str,
                overload_status: int = OVERLOADED) -> Rendered:
@@ -194,6 +181,10 @@ class DecisionsTicket:
         cached = held + sum(max(0, min(d.cached_tokens, d.raw.effort.read_tokens) - prefix) for d in decided)
         total = input_tokens(decided)
         return _usage(total, min(cached, total), prefix - held if self.writes_prefix else 0)
+
+    def respond(self, answers: Sequence[Decided | BaseException], request_id: str, *, invocations: bool) -> Response:
+        """The answer on its route (overload: 429) or on SageMaker's /invocations (503, what its clients retry)."""
+        return rendered_response(self.render(answers, request_id, SAGEMAKER_BUSY if invocations else OVERLOADED))
 
     def line(self, answers: Sequence[Decided | BaseException], number: int, request_id: str) -> bytes:
         rendered = self.render(answers, request_id, overload_status=SAGEMAKER_BUSY)

@@ -1,10 +1,11 @@
 """OpenAI Decisions request documents -> validated questions, or the 400 error OpenAI's clients parse.
 
-The shape is the openai SDK's (`openai.types.decision_create_params`, SDK 3.51.0): `model`, `input` (a string, or
-user messages whose content is a string or parts), `questions` (a list of typed `predicate`, `choice` and `score`
-questions, each with an optional `name`). Choice values are typed: the string "true" and the boolean true are two
-values. Unknown fields are ignored (clients add their own); our own knobs are `x_`-prefixed. A problem is reported
-as OpenAI does, with `param` naming the field: `questions[2].choices[0].value`.
+The shape is the openai SDK's (`openai.types.decision_create_params`, SDK 3.63.0): `model`, `input` (a string, or
+an ordered list of messages and tool calls: `openai_input`), `questions` (1-400 typed `predicate`, `choice` and
+`score` questions, each with an optional `name`), `prompt_cache_key`, `prompt_cache_options`, `safety_identifier`.
+Choice values are typed: the string "true" and the boolean true are two values. Unknown fields are ignored (clients
+add their own); our own knobs are `x_`-prefixed. A problem is reported as OpenAI does, with `param` naming the field:
+`questions[2].choices[0].value`.
 """
 
 from __future__ import annotations
@@ -14,44 +15,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from ..core.question import Scoring
+from .openai_input import ITEM_MODELS, Content, ImagePart, Item, image_param, item_problem
 
-MIN_QUESTIONS, MAX_QUESTIONS = 1, 200
+MIN_QUESTIONS, MAX_QUESTIONS = 1, 400
 MIN_CHOICES, MAX_CHOICES = 2, 255
 MIN_LEVELS, MAX_LEVELS = 2, 10
 LETTERS_MAX_CHOICES = 16  # one single-token slot letter per option (A..P)
 _OPEN = ConfigDict(extra="ignore", frozen=True)
 
 Value = StrictStr | StrictBool
-
-
-class TextPart(BaseModel):
-    model_config = _OPEN
-    type: Literal["input_text"]
-    text: StrictStr
-
-
-class JsonPart(BaseModel):
-    model_config = _OPEN
-    type: Literal["input_json"]
-    data: dict[str, Any] | list[dict[str, Any]]
-
-
-class ImagePart(BaseModel):
-    """Parsed so that it can be refused with a reason: this endpoint's models read text only."""
-
-    model_config = _OPEN
-    type: Literal["input_image"]
-
-
-Part = Annotated[TextPart | JsonPart | ImagePart, Field(discriminator="type")]
-Content = StrictStr | Annotated[list[Part], Field(min_length=1)]
-
-
-class Message(BaseModel):
-    model_config = _OPEN
-    role: Literal["user"]
-    content: Content
-    type: Literal["message"] = "message"
 
 
 class Predicate(BaseModel):
@@ -92,12 +64,23 @@ class ScoreQuestion(BaseModel):
 AnyQuestion = Annotated[Predicate | ChoiceQuestion | ScoreQuestion, Field(discriminator="type")]
 
 
+class PromptCacheOptions(BaseModel):
+    """Read and checked, then ignored: the adapter's caches have no breakpoints or lifetimes to set
+    (docs/openai-decisions.md)."""
+
+    model_config = _OPEN
+    mode: Literal["implicit", "explicit"] | None = None
+    ttl: Literal["30m"] = "30m"
+
+
 class DecisionsRequest(BaseModel):
     model_config = _OPEN
     model: StrictStr
-    input: StrictStr | Annotated[list[Message], Field(min_length=1)]
+    input: StrictStr | Annotated[list[Item], Field(min_length=1)]
     questions: Annotated[list[AnyQuestion], Field(min_length=MIN_QUESTIONS, max_length=MAX_QUESTIONS)]
-    safety_identifier: StrictStr | None = None  # accepted as the API does; never logged
+    prompt_cache_key: StrictStr | None = None  # partitions the adapter's caches (core.question.Question.partition)
+    prompt_cache_options: PromptCacheOptions | None = None
+    safety_identifier: StrictStr | None = None  # written to the request's access-log line, nowhere else
     x_scoring: Scoring | None = None
     x_temperature: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)] = 1.0
 
@@ -110,8 +93,8 @@ class DecisionsValidationError(ValueError):
         self.param, self.code = param, code
 
 
-FIELDS = frozenset(name for model in (DecisionsRequest, Message, Predicate, ChoiceQuestion, Choice, ScoreQuestion,
-                                      Level, TextPart, JsonPart, ImagePart) for name in model.model_fields)
+FIELDS = frozenset(name for model in (DecisionsRequest, Predicate, ChoiceQuestion, Choice, ScoreQuestion, Level,
+                                      PromptCacheOptions, *ITEM_MODELS) for name in model.model_fields)
 
 
 def param_of(loc: tuple[Any, ...]) -> str:
@@ -131,8 +114,6 @@ def _readable(error: Any) -> DecisionsValidationError:
     if kind == "union_tag_invalid" and param.endswith("]"):
         message = f"type must be one of {error['ctx']['expected_tags']}, not {error['ctx']['tag']!r}"
         param += ".type"
-    elif kind == "literal_error" and param.endswith("role"):
-        message = "only user messages are read by this endpoint (the input is what the questions are about)"
     code = {"missing": "missing_required_parameter", "too_short": "array_too_short",
             "too_long": "array_too_long"}.get(kind, "invalid_value" if param else "invalid_type")
     return DecisionsValidationError(param, message, code)
@@ -144,12 +125,9 @@ def _value_key(value: str | bool) -> tuple[type, str | bool]:
 
 def _problem(request: DecisionsRequest) -> DecisionsValidationError | None:
     """What pydantic cannot say: images on a text-only model, duplicate choice values, letters' option limit."""
-    messages = [request.input] if isinstance(request.input, str) else [m.content for m in request.input]
-    for index, content in enumerate(messages):
-        where = "input" if isinstance(request.input, str) else f"input[{index}].content"
-        if (image := _image_part(content)) is not None:
-            return DecisionsValidationError(f"{where}[{image}]", "input_image parts are not supported: this "
-                                            "endpoint's model reads text only", "unsupported_content")
+    if not isinstance(request.input, str) and (where := image_param(request.input)) is not None:
+        return DecisionsValidationError(where, "input_image parts are not supported: this endpoint's model reads "
+                                        "text only", "unsupported_content")
     for index, question in enumerate(request.questions):
         if (image := _image_part(question.instructions)) is not None:
             return DecisionsValidationError(f"questions[{index}].instructions[{image}]", "input_image parts are not "
@@ -179,6 +157,8 @@ def validate(document: Any) -> DecisionsRequest:
     """The request, or DecisionsValidationError naming the first problem (OpenAI reports one per error)."""
     if not isinstance(document, dict):
         raise DecisionsValidationError("", "the request body must be a JSON object", "invalid_type")
+    if (item := item_problem(document)) is not None:
+        raise DecisionsValidationError(*item)
     try:
         request = DecisionsRequest.model_validate(document)
     except ValidationError as error:  # a union reports once per member: the deepest location is the one meant

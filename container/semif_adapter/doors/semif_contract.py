@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.responses import Response
+
 from ..core.identity import ModelIdentity
 from ..core.question import Question, canonical_state
 from ..core.service import Decided
@@ -62,7 +64,7 @@ class SemIfTicket:
         requests, many = ([validate_request(document)], False) if line else validate_document(document)
         return cls(tuple(requests), many, tuple(r.to_question(default_method) for r in requests), identity)
 
-    def log_fields(self, answers: Sequence[Decided | BaseException], lines: int | None = None) -> dict[str, Any]:
+    def log_fields(self, answers: Sequence[Decided | BaseException] = (), lines: int | None = None) -> dict[str, Any]:
         """What the access log says: the decision's facts, or of a batch its size, states and what reuse saved."""
         if not self.many:
             answer = answers[0] if answers else None
@@ -92,6 +94,11 @@ class SemIfTicket:
                  else Failure.of(answer, request_id).document()
                  for request, answer in zip(self.requests, answers, strict=True)]
         return 200, b'{"decisions":[' + b",".join(parts) + b"]}", None
+
+    def respond(self, answers: Sequence[Decided | BaseException], request_id: str, *, invocations: bool) -> Response:
+        status, body, retry_after = self.body(answers, request_id)
+        return Response(body, status_code=status, media_type="application/json",
+                        headers={"Retry-After": str(retry_after)} if retry_after is not None else None)
 
     def line(self, answers: Sequence[Decided | BaseException], number: int, request_id: str) -> bytes:
         """The line's answer, or its error object with the line's number."""

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.responses import Response
+
 from ..core.identity import ModelIdentity
 from ..core.question import Kind, Question
 from ..core.question_frames import DEFAULT_FRAMES, Frames
@@ -105,7 +107,7 @@ class SystemOneTicket:
         pairs = to_questions(request, default_method, frames)
         return cls(request, tuple(qid for qid, _ in pairs), tuple(q for _, q in pairs), identity)
 
-    def log_fields(self) -> dict[str, Any]:
+    def log_fields(self, answers: Sequence[Decided | BaseException] = ()) -> dict[str, Any]:
         return {"contract": "systemone", "questions": len(self.ids), "scoring": self.questions[0].method.value}
 
     def render(self, answers: Sequence[Decided | BaseException], request_id: str,
@@ -127,10 +129,19 @@ class SystemOneTicket:
         }
         return Rendered(200, document, {})
 
+    def respond(self, answers: Sequence[Decided | BaseException], request_id: str, *, invocations: bool) -> Response:
+        """The answer on its route (overload: 529) or on SageMaker's /invocations (503, what its clients retry)."""
+        return rendered_response(self.render(answers, request_id, SAGEMAKER_BUSY if invocations else OVERLOADED))
+
     def line(self, answers: Sequence[Decided | BaseException], number: int, request_id: str) -> bytes:
         """The line's answer, or its error with the line's number (SageMaker's /invocations: overload is 503)."""
         rendered = self.render(answers, request_id, overload_status=SAGEMAKER_BUSY)
         return encode(rendered.document if rendered.status == 200 else {**rendered.document, "line": number})
+
+
+def rendered_response(rendered: Rendered) -> Response:
+    return Response(encode(rendered.document), status_code=rendered.status, media_type="application/json",
+                    headers=rendered.headers or None)
 
 
 def refused_line(error: BaseException, number: int, request_id: str) -> bytes:

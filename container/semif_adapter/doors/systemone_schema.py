@@ -1,8 +1,9 @@
 """System One request documents -> validated questions, or the 422 `detail` list the ecosystem's clients parse.
 
 The shape is jevcompat SPEC 0.1's (the TypeSafe API's): one `state`, typed questions under any non-empty ids,
-text as a string, an object or an array. Unknown top-level fields are ignored (clients add their own); our own
-knobs are `x_`-prefixed. Errors come in FastAPI's shape: `{"loc": ["body", ...], "msg", "type"}`.
+text as a string, an object or an array. A `state` that is a list of chat messages is a conversation, read as
+llama.cpp's message state is (`core.conversation`). Unknown top-level fields are ignored (clients add their own);
+our own knobs are `x_`-prefixed. Errors come in FastAPI's shape: `{"loc": ["body", ...], "msg", "type"}`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from ..core.conversation import ConversationError, message_state
 from ..core.question import Scoring
 
 MIN_OPTIONS, MAX_OPTIONS = 2, 255
@@ -109,6 +111,10 @@ def validate(document: Any) -> SystemOneRequest:
     except ValidationError as error:
         raise SystemOneValidationError([_readable(e, document) for e in error.errors(include_url=False)]) from None
     problems = []
+    try:  # a list of chat messages is a conversation (core.conversation)
+        request = request.model_copy(update={"state": message_state(request.state)})
+    except ConversationError as error:
+        problems.append(detail(["state", *error.loc], error.message, "invalid_conversation"))
     if request.assets:
         problems.append(detail(["assets"], "image assets are not supported: this endpoint's model reads text only",
                                "unsupported_asset"))

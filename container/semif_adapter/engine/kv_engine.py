@@ -37,6 +37,7 @@ from .engine_rows import Piece, Reads, Row
 from .llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
 from .partial_reuse import ReuseRule, TokenIds, verify_on
 from .prefix_cache import PrefixCache, SavedPrefix, token_bytes
+from .prompt_plan import partition_of
 from .suffix_windows import safe_windows
 from .tokens import PlanTokens
 
@@ -252,10 +253,13 @@ class DecisionEngine(BatchDecoder):
         best: tuple[tuple[str, ...] | None, int] = (None, 0)
         if not self.reuse.enabled:
             return best
-        state = planned.chunks[1][1]
+        state, partition = planned.chunks[1][1], partition_of(planned.chunks[1][0])
         held: list[tuple[tuple[str, ...] | None, TokenIds]] = \
             [(None, self._live[1][1])] if held_head and len(self._live) == 2 else []
         for key, tokens in [*held, *self.cache.neighbours(planned.chunks[0][0], state)]:
+            theirs = self._live[1][0] if key is None else key[1]
+            if partition_of(theirs) != partition:  # a tenant's state never opens another's
+                continue
             if (kept := self.reuse.keep_of(tokens, state)) > best[1]:
                 best = (key, kept)
         return best

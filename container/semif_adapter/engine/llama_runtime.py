@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -284,14 +285,26 @@ class LlamaRuntime:
                        f"SEMIF_CHAT_TEMPLATE={PLAIN_FRAME} (no template: the prompt a base model reads)"]
         return "set " + " or ".join(s for s in suggestions if s)
 
+    def render_turns(self, template_name: str | None, turns: Sequence[tuple[str, str]]) -> str | None:
+        """A conversation's turns as this model's chat template (or the named built-in one) lays them out, with no
+        assistant turn opened after them; None where there is no template or llama.cpp cannot apply it."""
+        if self.frame_name(template_name) == PLAIN_FRAME:
+            return None
+        template = template_name.encode() if template_name else llama_cpp.llama_model_chat_template(self.model, None)
+        try:
+            return self._render(template, [(role.encode(), text.encode()) for role, text in turns], "",
+                                opening=False)
+        except RuntimeStartError:
+            return None
+
     @staticmethod
-    def _render(template: bytes, turns: list[tuple[bytes, bytes]], hint: str) -> str:
+    def _render(template: bytes, turns: list[tuple[bytes, bytes]], hint: str, *, opening: bool = True) -> str:
         messages = (llama_cpp.llama_chat_message * len(turns))(
             *(llama_cpp.llama_chat_message(role=role, content=content) for role, content in turns))
-        size = 4096
+        size = max(4096, 2 * sum(len(role) + len(content) for role, content in turns))
         for _ in range(2):
             buffer = ctypes.create_string_buffer(size)
-            written = llama_cpp.llama_chat_apply_template(template, messages, len(turns), True, buffer, size)
+            written = llama_cpp.llama_chat_apply_template(template, messages, len(turns), opening, buffer, size)
             if written < 0:
                 raise RuntimeStartError(f"llama.cpp does not support this chat template; {hint}")
             if written <= size:

@@ -5,6 +5,7 @@ the engine only reads them, so it never needs to know what a question is.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 SLOT_LETTERS = "ABCDEFGHIJKLMNOP"  # one single-token slot label per option, at most 16
@@ -75,13 +76,25 @@ class PromptPlan:
     branches: tuple[Branch, ...]
     version: str
     sha256: str  # of the prompt text, then each scored answer after a NUL (letters: of its first branch)
+    partition: str = ""  # the caches' partition (a tenant's prompt_cache_key): never part of the text
 
     @property
     def prefix_texts(self) -> tuple[str, str]:
         """The cached pieces, in order: what the host-memory cache is keyed on."""
-        return (self.head, self.state)
+        return (self.head, self.state_key)
+
+    @property
+    def state_key(self) -> str:
+        """The state piece's cache key: its text, behind its partition's name when it has one (the head, template
+        text only, is shared by every partition)."""
+        return f"{json.dumps(self.partition)}\x00{self.state}" if self.partition else self.state
 
     def text(self, branch: int = 0) -> str:
         """The whole prompt up to and including one branch, as a model would read it in one piece."""
         pieces = (self.head, self.state, *(t.text for t in self.common), *(t.text for t in self.branches[branch].texts))
         return "".join(pieces)
+
+
+def partition_of(state_key: str) -> str:
+    """The partition a state's cache key names ("" for none): a state piece is JSON, so it never holds a raw NUL."""
+    return json.loads(state_key.split("\x00", 1)[0]) if "\x00" in state_key else ""

@@ -115,7 +115,7 @@ class PromptTokenizer:
                 raise RequestError("option_without_tokens", f"{field} has no tokens in this model's vocabulary "
                                    f"(control characters only?), so it has no likelihood to score", field)
             branches.append(tokens)
-        return PlanTokens(chunks=((plan.head, self.head(plan.head)), (plan.state, state)), common=common,
+        return PlanTokens(chunks=((plan.head, self.head(plan.head)), (plan.state_key, state)), common=common,
                           branches=tuple(branches))
 
     def whole(self, plan: PromptPlan, branch: int = 0) -> list[int]:

@@ -1,6 +1,8 @@
 """Property-based checks of the OpenAI Decisions door over HTTP (hypothesis), on the real adapter.
 
-Generators: small valid requests (every question type, typed choice values, names, string or message input),
+Generators: small valid requests (every question type, typed choice values, names, a string, user messages or a
+conversation of every input item: system, developer, user and assistant messages, function and custom tool calls
+with their outputs),
 mutations of them (a node replaced, deleted, or joined by an unknown key) and hostile bytes. Properties: nothing gets
 a 5xx; every error is OpenAI's envelope (`error.message`, `type`, `param`, `code`); every 200 is strict JSON with
 one answer per question, in order, of the asked type (or a refusal), carrying the question's name and probability
@@ -41,8 +43,38 @@ def valid_requests(draw: st.DrawFn, model: str = "jev-latest", max_text: int = 2
             question["name"] = draw(text)
         questions.append(question)
     state = draw(text)
-    content = state if draw(st.booleans()) else [{"role": "user", "content": [{"type": "input_text", "text": state}]}]
-    return {"model": model, "input": content, "questions": questions}
+    content = draw(st.sampled_from(["text", "user", "conversation"]))
+    if content == "text":
+        return {"model": model, "input": state, "questions": questions}
+    if content == "user":
+        return {"model": model, "input": [{"role": "user", "content": [{"type": "input_text", "text": state}]}],
+                "questions": questions}
+    return {"model": model, "input": draw(conversations(text)), "questions": questions}
+
+
+@st.composite
+def conversations(draw: st.DrawFn, text: st.SearchStrategy[str]) -> list[dict[str, Any]]:
+    """Every kind of input item the current SDK has, in an order the API accepts: each output after its call."""
+    items: list[dict[str, Any]] = []
+    for number in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["system", "developer", "user", "assistant", "function", "custom"]))
+        if kind in ("system", "developer"):
+            items.append({"role": kind, "content": draw(text) if draw(st.booleans())
+                          else [{"type": "input_text", "text": draw(text)}]})
+        elif kind == "user":
+            items.append({"role": "user", "type": "message", "content": [
+                {"type": "input_text", "text": draw(text)}, {"type": "input_json", "data": {"n": number}}]})
+        elif kind == "assistant":
+            items.append({"role": "assistant", "content": [{"type": "output_text", "text": draw(text)},
+                                                           {"type": "refusal", "refusal": draw(text)}]})
+        else:
+            call = f"call_{number}"
+            items.append({"type": "function_call", "call_id": call, "name": draw(text), "arguments": draw(text)}
+                         if kind == "function" else
+                         {"type": "custom_tool_call", "call_id": call, "name": draw(text), "input": draw(text)})
+            output = draw(text) if draw(st.booleans()) else [{"type": "input_text", "text": draw(text)}]
+            items.append({"type": f"{items[-1]['type']}_output", "call_id": call, "output": output})
+    return items
 
 
 @st.composite

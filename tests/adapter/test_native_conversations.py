@@ -1,0 +1,54 @@
+"""A conversation on the native path: OpenAI's `input` items reach llama.cpp's decision engine as a message state,
+and the answers are llama-server's own for that state (a second llama-server started with the adapter's command
+line and the same request history, as tests/adapter/test_native_decisions.py compares)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from support.adapter_process import AdapterProcess
+from support.openai_adapter import CONVERSATION, MESSAGE_STATE
+
+from scripts.dev.decision_models import decision_model
+from scripts.harness.bench.native import DirectServer, native_arguments
+from semif_adapter.core.native_service import WARMUP_REQUEST
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def native() -> Iterator[tuple[DirectServer, httpx.Client]]:
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model("openjev")),
+                              "SEMIF_RESULT_CACHE_ENTRIES": "0"})
+    direct = None
+    try:
+        adapter.wait_ready()
+        direct = DirectServer(native_arguments(adapter.logs())["arguments"], WARMUP_REQUEST)
+        with httpx.Client(base_url=adapter.url, timeout=120) as client:
+            yield direct, client
+    finally:
+        if direct is not None:
+            direct.stop()
+        adapter.stop()
+
+
+def test_a_conversation_reaches_llama_server_as_its_message_state(native):
+    direct, client = native
+    ours = client.post("/v1/decisions", json={"model": "jev-latest", "input": CONVERSATION, "questions": [
+        {"type": "predicate", "name": "refund", "instructions": "Is the customer asking for money back?"},
+        {"type": "choice", "name": "team", "instructions": "Which team should handle this?",
+         "choices": [{"value": "billing", "description": "payments and refunds"}, {"value": "shipping"}]}]})
+    theirs = direct.ask({"state": MESSAGE_STATE, "questions": {
+        "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
+        "team": {"type": "choice", "instructions": "Which team should handle this?",
+                 "criteria": {"billing": "payments and refunds", "shipping": None}}}})
+    assert ours.status_code == theirs.status_code == 200, (ours.text, theirs.text)
+    refund, team = ours.json()["answers"]
+    reference = theirs.json()["answers"]
+    assert refund["probability"] == reference["refund"]["noul"]
+    assert {c["value"]: c["probability"] for c in team["probabilities"]} == reference["team"]["probabilities"]
+    through_systemone = client.post("/v1/systemone", json={"state": MESSAGE_STATE, "questions": {
+        "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"}}})
+    assert through_systemone.status_code == 200, through_systemone.text
