@@ -1,6 +1,6 @@
 """A conversation on the native path: OpenAI's `input` items reach llama.cpp's decision engine as a message state,
-and the answers are llama-server's own for that state (a second llama-server started with the adapter's command
-line and the same request history, as tests/adapter/test_native_decisions.py compares)."""
+and the answers are llama-server's own for that state (a fresh llama-server started with the adapter's command line
+and asked the same request as its first, as tests/adapter/test_native_types.py compares)."""
 
 from __future__ import annotations
 
@@ -12,35 +12,30 @@ from support.adapter_process import AdapterProcess
 from support.openai_adapter import CONVERSATION, MESSAGE_STATE
 
 from scripts.dev.decision_models import decision_model
-from scripts.harness.bench.native import DirectServer, native_arguments
-from semif_adapter.core.native_service import WARMUP_REQUEST
+from scripts.harness.bench.native import fresh_answer, native_arguments
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def native() -> Iterator[tuple[DirectServer, httpx.Client]]:
+def native() -> Iterator[tuple[list[str], httpx.Client]]:
     adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model("openjev")),
                               "SEMIF_RESULT_CACHE_ENTRIES": "0"})
-    direct = None
     try:
         adapter.wait_ready()
-        direct = DirectServer(native_arguments(adapter.logs())["arguments"], WARMUP_REQUEST)
         with httpx.Client(base_url=adapter.url, timeout=120) as client:
-            yield direct, client
+            yield native_arguments(adapter.logs())["arguments"], client
     finally:
-        if direct is not None:
-            direct.stop()
         adapter.stop()
 
 
 def test_a_conversation_reaches_llama_server_as_its_message_state(native):
-    direct, client = native
+    arguments, client = native
     ours = client.post("/v1/decisions", json={"model": "jev-latest", "input": CONVERSATION, "questions": [
         {"type": "predicate", "name": "refund", "instructions": "Is the customer asking for money back?"},
         {"type": "choice", "name": "team", "instructions": "Which team should handle this?",
          "choices": [{"value": "billing", "description": "payments and refunds"}, {"value": "shipping"}]}]})
-    theirs = direct.ask({"state": MESSAGE_STATE, "questions": {
+    theirs = fresh_answer(arguments, {"state": MESSAGE_STATE, "questions": {
         "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
         "team": {"type": "choice", "instructions": "Which team should handle this?",
                  "criteria": {"billing": "payments and refunds", "shipping": None}}}})
