@@ -246,19 +246,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write native.json and native.md here")
     args = parser.parse_args(argv)
     names = list(DECISION_TYPES) if "all" in args.type else args.type
-    with tempfile.TemporaryDirectory(prefix="bench-native-") as work:
-        runs = [bench_type(name, args, Path(work)) for name in names]
-    command = ("python -m scripts.harness.bench.native " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    result = {"runs": runs, "command": command, "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
-              "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    text = report(result)
-    print(text)
+    result = each_type("scripts.harness.bench.native", names, lambda name, work: bench_type(name, args, work), argv)
+    publish(result, report(result), args.out, "native")
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "native.json").write_text(json.dumps(result, indent=1) + "\n")
-        (args.out / "native.md").write_text(text + "\n")
         refresh_page(args.out)  # docs/benchmarks.md, when the run was written under docs/bench/
     return 0
+
+
+def each_type(module: str, names: list[str], run: Callable[[str, Path], dict[str, Any]],
+              argv: list[str] | None) -> dict[str, Any]:
+    """One run over the named types, in turn, with the command and the machine it ran on."""
+    with tempfile.TemporaryDirectory(prefix="bench-native-") as work:
+        runs = [run(name, Path(work)) for name in names]
+    command = (f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    return {"runs": runs, "command": command, "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
+            "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def publish(result: dict[str, Any], text: str, out: Path | None, stem: str) -> None:
+    """The report on stdout, and with `out` the run and its report beside each other (STEM.json, STEM.md)."""
+    print(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+        (out / f"{stem}.md").write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from ...dev.decision_models import decision_model
 from ...local.endpoints import start_decision_container
 from ...local.processes import wait_for_ping
+from .native import each_type, publish
 
 API_KEY = "sk-semif-native-conformance"
 START_TIMEOUT_S = 180.0
@@ -70,18 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write conformance.json and conformance.md here")
     args = parser.parse_args(argv)
     names = list(DECISION_TYPES) if "all" in args.type else args.type
-    with tempfile.TemporaryDirectory(prefix="native-conformance-") as work:
-        runs = [conformance(name, Path(work)) for name in names]
-    command = ("python -m scripts.harness.bench.native_conformance "
-               + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    result = {"runs": runs, "command": command, "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
-              "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    text = report(result)
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "conformance.json").write_text(json.dumps(result, indent=1) + "\n")
-        (args.out / "conformance.md").write_text(text + "\n")
+    result = each_type("scripts.harness.bench.native_conformance", names, conformance, argv)
+    publish(result, report(result), args.out, "conformance")
     return 0
 
 
