@@ -15,7 +15,7 @@ def test_every_package_directory_is_in_the_wheels_package_list() -> None:
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(setuptools["packages"])
     roots = {name: REPO / directory for name, directory in setuptools["package-dir"].items()
-             if name in ("semif_sagemaker.cdk", "semif_sagemaker.tools")}
+             if name in ("semif_sagemaker.cdk", "semif_sagemaker.tools", "semif_adapter")}
     missing = []
     for name, root in roots.items():
         for init in root.rglob("__init__.py"):
