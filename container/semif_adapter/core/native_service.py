@@ -217,11 +217,11 @@ class NativeDecisionService:
         finally:
             self._waiting.discard(call)
         if reply.status != 200:
-            refusal = self._over_one_batch(reply) or _refusal(reply)
             over = over_the_heads_limit(reply)
             if over is not None:  # the head's own limit, lower than the type's (lev's codes that are single tokens)
                 name, count, limit = over
                 return [self._too_many(count, limit) if own == name else _not_scored() for own in names]
+            refusal = self._over_one_batch(reply) or _refusal(reply)
             return [refusal for _ in group]
         answers = reply.document.get("answers", {}) if isinstance(reply.document, dict) else {}
         usage = reply.document.get("usage", {}) if isinstance(reply.document, dict) else {}
@@ -252,9 +252,8 @@ class NativeDecisionService:
         """A joint head (clef) reads its scores from the rows of the prompt's last physical batch: a request longer
         than one batch can leave it rows short, and llama-server answers 500. The slots were cleared first (no cached
         prefix shortened that batch), so the request's length is the cause, the caller's to fix."""
-        error = reply.document.get("error", {}) if isinstance(reply.document, dict) else {}
-        message = error.get("message") if isinstance(error, dict) else None
-        if not self.decision.joint or reply.status != 500 or message != "failed to get embeddings":
+        if not self.decision.joint or reply.status != 500 or _error_of(reply).get("message") != \
+                "failed to get embeddings":
             return None
         return RequestError("options_too_long", f"the request is too long for a '{self.decision.name}' decision "
                             "model: its joint head reads every score from the last physical batch of the prompt, and "
@@ -358,10 +357,18 @@ TOO_MANY_OPTIONS = re.compile(r"questions\.(?P<name>.+): too many options \((?P<
 OVER_ONE_BATCH = re.compile(r"the question and its options \(\d+ tokens\) are too large to process")
 
 
+def _error_of(reply: NativeReply) -> dict[str, Any]:
+    """llama-server's `error` object: `{}` where the reply carries none, its text as the message where it is not an
+    object."""
+    error = reply.document.get("error") if isinstance(reply.document, dict) else None
+    if error is None:
+        return {}
+    return error if isinstance(error, dict) else {"message": str(error)}
+
+
 def over_the_heads_limit(reply: NativeReply) -> tuple[str, int, int] | None:
     """llama-server's 400 for a question with more options than the loaded head has labels: (name, count, limit)."""
-    error = reply.document.get("error", {}) if isinstance(reply.document, dict) else {}
-    found = TOO_MANY_OPTIONS.search(str(error.get("message", ""))) if isinstance(error, dict) else None
+    found = TOO_MANY_OPTIONS.search(str(_error_of(reply).get("message", "")))
     if reply.status != 400 or found is None:
         return None
     return found["name"], int(found["count"]), int(found["limit"])
@@ -370,9 +377,9 @@ def over_the_heads_limit(reply: NativeReply) -> tuple[str, int, int] | None:
 def _refusal(reply: NativeReply) -> ServiceError:
     """llama-server's error, in our terms: its 400 is the caller's mistake (the door names it in its own shape);
     a model that could not evaluate (500) or any other status is the engine's, 503 and retryable."""
-    error = reply.document.get("error", {}) if isinstance(reply.document, dict) else {}
-    message = str(error.get("message") or f"status {reply.status}") if isinstance(error, dict) else str(error)
-    if reply.status == 400 and isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
+    error = _error_of(reply)
+    message = str(error.get("message") or f"status {reply.status}")
+    if reply.status == 400 and error.get("type") == "exceed_context_size_error":
         return PromptTooLongError(int(error.get("n_prompt_tokens") or 0), int(error.get("n_ctx") or 0),
                                   "the decision model's prompt for one question", "decision.state")
     if reply.status == 400 and OVER_ONE_BATCH.search(message):
