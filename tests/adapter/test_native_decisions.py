@@ -91,8 +91,12 @@ def test_each_request_is_counted_under_the_native_scoring_in_the_metrics(pair):
     adapter, _, client = pair
     for route in ("/v1/systemone", "/invocations"):
         assert client.post(route, json={"state": STATE, "questions": QUESTIONS}).status_code == 200
-    wait_until(lambda: adapter.logs().count('"Decisions"') >= 2, timeout_s=10, what="the EMF records")
-    records = [json.loads(line) for line in adapter.logs().splitlines() if '"Decisions"' in line]
+
+    def emf_records() -> list[dict]:  # one EMF line per request; a line names "Decisions" twice (definition and value)
+        return [json.loads(line) for line in adapter.logs().splitlines() if '"Decisions"' in line]
+
+    wait_until(lambda: len(emf_records()) >= 2, timeout_s=10, what="the EMF records")
+    records = emf_records()
     assert [record["Scoring"] for record in records] == ["native:nimble", "native:nimble"]  # the metrics' dimension
     assert [record["Decisions"] for record in records] == [[1, 1, 1], [1, 1, 1]]
 
