@@ -17,8 +17,6 @@ Written once per user into the cache.
 from __future__ import annotations
 
 import argparse
-import fcntl
-import hashlib
 import os
 from pathlib import Path
 
@@ -27,7 +25,7 @@ from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metada
 
 from semif_adapter.engine.embedded_model import embedded_model_path
 
-from .build_llama_cpp import cache_root
+from .model_copies import cached_copy
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -160,16 +158,8 @@ def write_decision_model(source: Path, target: Path, decision_type: str) -> Path
 
 def decision_model(decision_type: str = "openjev") -> Path:
     """The cached decision-typed copy of the embedded model (written on first use)."""
-    source = embedded_model_path()
-    key = hashlib.sha256(f"{source.stat().st_size}\n{_recipe(decision_type)}".encode()).hexdigest()[:12]
-    target = cache_root() / "models" / "decision" / f"smollm2-135m-{decision_type}-{key}.gguf"
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target.parent / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not target.exists():
-                write_decision_model(source, target, decision_type)
-    return target
+    return cached_copy("decision", decision_type, _recipe(decision_type),
+                       lambda source, target: write_decision_model(source, target, decision_type))
 
 
 def main() -> None:

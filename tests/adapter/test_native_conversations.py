@@ -47,3 +47,14 @@ def test_a_conversation_reaches_llama_server_as_its_message_state(native):
     through_systemone = client.post("/v1/systemone", json={"state": MESSAGE_STATE, "questions": {
         "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"}}})
     assert through_systemone.status_code == 200, through_systemone.text
+
+
+def test_a_wrapped_message_state_reaches_llama_server_as_it_was_sent(native):
+    arguments, client = native
+    body = {"state": {"messages": MESSAGE_STATE}, "questions": {
+        "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"}}}
+    ours, theirs = client.post("/v1/systemone", json=body), fresh_answer(arguments, body)
+    assert ours.status_code == theirs.status_code == 200, (ours.text, theirs.text)
+    assert ours.json()["answers"]["refund"]["noul"] == theirs.json()["answers"]["refund"]["noul"]
+    listed = client.post("/v1/systemone", json={**body, "state": MESSAGE_STATE}).json()["answers"]["refund"]["noul"]
+    assert listed != ours.json()["answers"]["refund"]["noul"]  # llama.cpp's template reads the object, not the list

@@ -153,3 +153,16 @@ def test_400_questions_are_answered_and_the_401st_refused_naming_the_limit(cache
         api.decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE] * 401)
     assert raised.value.body["param"] == "questions" and raised.value.code == "array_too_long"
     assert "400" in raised.value.body["message"]
+
+
+def test_a_wrapped_message_state_is_its_messages_and_an_object_with_more_stays_json(client):
+    def refund(state: object) -> Any:
+        answer = post(client, {"state": state, "x_scoring": "pmi", "questions": {
+            "refund": {"type": "noul", "instructions": "Money back?"}}}, "/v1/systemone")
+        return answer.json()["answers"]["refund"]["noul"] if answer.status_code == 200 else answer.json()
+
+    listed = refund(MESSAGE_STATE)
+    assert refund({"messages": MESSAGE_STATE}) == listed  # llama.cpp's wrapped message state, to the bit
+    assert refund({"messages": MESSAGE_STATE, "channel": "email"}) != listed  # a JSON state: nothing dropped
+    refused = refund({"messages": [MESSAGE_STATE[0], {"role": "tool", "tool_call_id": "nope", "content": "x"}]})
+    assert refused["detail"][0]["loc"] == ["body", "state", "messages", 1, "tool_call_id"]

@@ -10,8 +10,9 @@ model's chat template (`turns` says what each message becomes there).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from .question import canonical_state
 
@@ -20,7 +21,21 @@ TEMPLATE_ROLE = {"developer": "system"}  # chat templates know system turns; a d
 
 
 class Conversation(tuple[dict[str, Any], ...]):
-    """The messages, as JSON (a tuple serialises as an array): the state of a question about a conversation."""
+    """The messages, as JSON (a tuple serialises as an array): the state of a question about a conversation. `sent`
+    is the state as the caller wrote it (the list, or llama.cpp's wrapped `{"messages": [...]}`), which a decision
+    model's own server reads as it was sent."""
+
+    sent: Any
+
+    def __new__(cls, messages: Iterable[dict[str, Any]], sent: Any = None) -> Conversation:
+        conversation = super().__new__(cls, messages)
+        conversation.sent = list(conversation) if sent is None else sent
+        return conversation
+
+
+def as_sent(state: Any) -> Any:
+    """A state as the caller sent it, for llama-server's decision engine."""
+    return state.sent if isinstance(state, Conversation) else state
 
 
 Loc = tuple[int | str, ...]
@@ -48,21 +63,32 @@ def check_calls(items: Iterable[tuple[str | None, str | None]]) -> tuple[int, st
     return None
 
 
-def state_of(messages: Sequence[dict[str, Any]]) -> Any:
+def state_of(messages: Sequence[dict[str, Any]], sent: Any = None) -> Any:
     """User messages alone: their text, as before; anything else: the conversation."""
     if all(message.get("role") == "user" for message in messages):
         return joined([content_text(message.get("content"), (i, "content")) for i, message in enumerate(messages)])
-    return Conversation(messages)
+    return Conversation(messages, sent)
 
 
 def message_state(state: Any) -> Any:
-    """A System One `state` that is a list of chat messages, read as a conversation (ConversationError when one of
-    them is not a message this endpoint can read); any other state as it is."""
-    if not (isinstance(state, list) and state and all(isinstance(m, dict) and isinstance(m.get("role"), str)
-                                                      for m in state)):
+    """A System One `state` of chat messages, a list or wrapped as llama.cpp's decision engine takes it
+    (`{"messages": [...]}`, nothing else beside it: an object with other keys stays a JSON state), read as a
+    conversation (ConversationError when a message is not one this endpoint can read); any other state as it is."""
+    wrapped = isinstance(state, dict) and set(state) == {"messages"}
+    messages = state["messages"] if wrapped else state
+    if not (isinstance(messages, list) and messages
+            and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages)):
         return state
+    try:
+        _check_messages(messages)
+        return state_of(messages, state)
+    except ConversationError as error:
+        raise ConversationError(("messages", *error.loc) if wrapped else error.loc, error.message) from None
+
+
+def _check_messages(messages: list[dict[str, Any]]) -> None:
     calls: list[tuple[str | None, str | None]] = []
-    for index, message in enumerate(state):
+    for index, message in enumerate(messages):
         if message["role"] not in ROLES:
             raise ConversationError((index, "role"), f"role must be one of {list(ROLES)}, not {message['role']!r}")
         content_text(message.get("content"), (index, "content"))
@@ -74,8 +100,7 @@ def message_state(state: Any) -> Any:
             raise ConversationError((index, "content"), "a message needs its content")
     problem = check_calls(calls)
     if problem is not None:
-        raise ConversationError(_message_of(state, problem[0]), problem[1])
-    return state_of(state)
+        raise ConversationError(_message_of(messages, problem[0]), problem[1])
 
 
 def _message_of(state: Sequence[dict[str, Any]], call_index: int) -> Loc:
@@ -139,3 +164,57 @@ def turns(conversation: Conversation) -> list[tuple[str, str]]:
 def plain_transcript(pieces: Sequence[tuple[str, str]]) -> str:
     """The fallback for a model without a chat template (or one llama.cpp cannot apply): `role: text` turns."""
     return "\n\n".join(f"{role}: {text}" for role, text in pieces)
+
+
+def template_messages(conversation: Conversation) -> list[dict[str, Any]] | None:
+    """The conversation as a tool-aware chat template reads it (Chat Completions' messages, each call's JSON
+    `arguments` as an object, as llama.cpp hands them to templates, and each tool output named after its call); None
+    where it holds no function call, or a custom one, which no chat template knows."""
+    calls = [call for message in conversation for call in message.get("tool_calls") or []]
+    if not calls or any(call.get("type", "function") != "function" for call in calls):
+        return None
+    names = {call["id"]: call["function"].get("name") for call in calls}
+    out = []
+    for index, message in enumerate(conversation):
+        text = content_text(message.get("content"), (index, "content"))
+        role = message["role"]
+        shown: dict[str, Any] = {"role": TEMPLATE_ROLE.get(role, role),
+                                 "content": text if isinstance(text, str) else canonical_state(text)}
+        if message.get("tool_calls"):
+            shown["tool_calls"] = [{**call, "function": {**call["function"], "arguments": _arguments(
+                call["function"].get("arguments"))}} for call in message["tool_calls"]]
+        if role == "tool":
+            shown |= {"tool_call_id": message["tool_call_id"], "name": names.get(message["tool_call_id"])}
+        out.append(shown)
+    return out
+
+
+def _arguments(arguments: Any) -> Any:
+    """A call's arguments as an object where its JSON string holds one (templates write them with `tojson`)."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return arguments
+        return parsed if isinstance(parsed, dict) else arguments
+    return arguments
+
+
+class Renderer(Protocol):
+    """What lays a conversation out as text: the model's own template (engine.llama_runtime)."""
+
+    def render_tool_calls(self, template_name: str | None, messages: list[dict[str, Any]]) -> str | None: ...
+
+    def render_turns(self, template_name: str | None, turns: Sequence[tuple[str, str]]) -> str | None: ...
+
+
+def conversation_text(conversation: Conversation, renderer: Renderer, template_name: str | None) -> str:
+    """The text a generic model reads for a conversation: its tool calls as the model's template shows them where it
+    does; else its turns through llama.cpp's template call (each call a JSON line in its turn); else `role: text`."""
+    messages = template_messages(conversation)
+    text = renderer.render_tool_calls(template_name, messages) if messages else None
+    if text is not None:
+        return text
+    pieces = turns(conversation)
+    text = renderer.render_turns(template_name, pieces)
+    return text if text is not None else plain_transcript(pieces)

@@ -32,6 +32,7 @@ from ..engine.llama_runtime import ModelFacts, RuntimeStartError
 from ..engine.native_server import NativeReply, NativeServer, NativeServerOptions, NativeUnavailableError
 from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ServiceError, ShuttingDownError
 from ..settings import DEFAULT_MAX_CONTEXT, FlashAttention, Settings
+from .conversation import as_sent
 from .identity import ModelIdentity
 from .methods import Effort, MethodScores, PromptId
 from .question import Question, canonical_state
@@ -199,7 +200,7 @@ class NativeDecisionService:
         refused = [self._over_limit(question) for question in group]
         if any(refused):
             return [error or _not_scored() for error in refused]
-        body = {"state": group[0].state, "questions": {
+        body = {"state": as_sent(group[0].state), "questions": {
             name: _native_question(question) for name, question in zip(names, group, strict=True)}}
         server = self.server
         assert server is not None

@@ -33,7 +33,7 @@ from ..engine.prefix_cache import PrefixCache, default_budget
 from ..engine.tokens import PromptTokenizer, check_exact
 from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ShuttingDownError
 from ..settings import Settings
-from .conversation import Conversation, plain_transcript, turns
+from .conversation import Conversation, conversation_text
 from .identity import ModelIdentity
 from .lanes import request_lanes
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
@@ -268,9 +268,7 @@ class DecisionService:
         return [self._handed_back(answer) for answer in done]
 
     def _readable(self, questions: Sequence[Question]) -> list[Question]:
-        """A conversation state as the text the engine's prompt holds (once per state): its turns as the model's
-        chat template lays them out (`conversation.turns`), or `role: text` turns where the model has no template
-        llama.cpp can apply."""
+        """A conversation state as the text the engine's prompt holds, once per state (`conversation_text`)."""
         rendered: dict[int, str] = {}
         out = []
         for asked in questions:
@@ -279,9 +277,7 @@ class DecisionService:
                 out.append(asked)
                 continue
             if id(state) not in rendered:
-                pieces = turns(state)
-                text = self._runtime.render_turns(self.settings.chat_template, pieces)
-                rendered[id(state)] = text if text is not None else plain_transcript(pieces)
+                rendered[id(state)] = conversation_text(state, self._runtime, self.settings.chat_template)
             out.append(replace(asked, state=rendered[id(state)]))
         return out
 

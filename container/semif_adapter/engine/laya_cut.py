@@ -10,13 +10,13 @@ what is left (at least 8 tokens). It reports none of it. The adapter renders the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import Template, TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .jinja_templates import compiled
 
 MAX_OPTION_TOKENS = 48  # server_decision_context::max_option_tokens
 RESERVED_TOKENS = 16  # what the options leave for the rest of the head before they are shrunk
@@ -64,12 +64,8 @@ class LayaCut:
 
     def __init__(self, template: str, tokenize: Tokenize, *, max_head_tokens: int, mask: int, separator: int,
                  mask_text: str) -> None:
-        environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        environment.filters["tojson"] = lambda value: json.dumps(value, ensure_ascii=False)
-        try:
-            self._template: Template | None = environment.from_string(template)
-        except TemplateError:  # llama.cpp's Jinja reads it, ours does not: every answer may have been cut
-            self._template = None
+        # None where llama.cpp's Jinja reads it and ours does not: every answer may then have been cut
+        self._template: Template | None = compiled(template)
         self.max_head_tokens = max_head_tokens
         self._mask, self._separator, self._mask_text = mask, separator, mask_text
         self._tokenize = tokenize

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import llama_cpp
 import numpy as np
@@ -21,6 +22,7 @@ import numpy as np
 from ..settings import DEFAULT_MAX_CONTEXT, Settings
 from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
 from .prompt_plan import PLAIN_FRAME, SLOT_LETTERS, USER_SENTINEL, ChatFrame
+from .tool_call_template import ToolCallTemplate
 
 LOG = logging.getLogger("semif_adapter")
 MAX_BRANCHES = 255  # one sequence per scored branch: System One's 255 options (letters: 16 at most)
@@ -187,6 +189,7 @@ class LlamaRuntime:
         # no layer on a GPU: the CPU kernels' rules (partial_reuse) apply to every token
         self.cpu_only = not llama_cpp.llama_supports_gpu_offload() or settings.n_gpu_layers == 0
         self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        self._tool_calls: ToolCallTemplate | None = None  # read on the first conversation with tool calls
         # K and V in f16 for every layer and cell: what one context's KV cache occupies. The header's per-token figure
         # knows head sizes that differ from embedding / heads (Gemma 3: 256, not 160); the model's shape is the
         # fallback where the header cannot say (MLA, attention-free models).
@@ -296,6 +299,17 @@ class LlamaRuntime:
                                 opening=False)
         except RuntimeStartError:
             return None
+
+    def render_tool_calls(self, template_name: str | None, messages: list[dict[str, Any]]) -> str | None:
+        """A conversation with tool calls as the model's own template shows them (engine/tool_call_template.py);
+        None where a built-in template is named or the model's does not show tool calls."""
+        if template_name or not self.has_chat_template:
+            return None
+        if self._tool_calls is None:
+            eos = llama_cpp.llama_vocab_get_text(self.vocab, llama_cpp.llama_vocab_eos(self.vocab)) or b""
+            source = llama_cpp.llama_model_chat_template(self.model, None)
+            self._tool_calls = ToolCallTemplate(source.decode("utf-8", "replace"), eos.decode("utf-8", "replace"))
+        return self._tool_calls.render(messages)
 
     @staticmethod
     def _render(template: bytes, turns: list[tuple[bytes, bytes]], hint: str, *, opening: bool = True) -> str:

@@ -1,0 +1,28 @@
+"""Test models made from the embedded GGUF with metadata changed (weights untouched), each written once per user into
+the cache under a name that hashes its recipe, so that a changed recipe makes a new file and concurrent test
+sessions write it once."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from semif_adapter.engine.embedded_model import embedded_model_path
+
+from .build_llama_cpp import cache_root
+
+
+def cached_copy(folder: str, name: str, recipe: str, write: Callable[[Path, Path], Path]) -> Path:
+    """`write(source, target)`'s file for this recipe, made from the embedded model on first use."""
+    source = embedded_model_path()
+    key = hashlib.sha256(f"{source.stat().st_size}\n{recipe}".encode()).hexdigest()[:12]
+    target = cache_root() / "models" / folder / f"smollm2-135m-{name}-{key}.gguf"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.parent / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not target.exists():
+                write(source, target)
+    return target
