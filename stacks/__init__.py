@@ -7,7 +7,7 @@ ones listed before it:
 - custom_resources/: the Lambda functions of the custom resources and their handlers;
 - artifact/, image/: the model.tar.gz and the decision image;
 - endpoints/: one model served in its hosting mode, the shared endpoint, the dashboard;
-- systemone_api/: the System One API in front of the decision endpoint;
+- https_api/: the System One API in front of the decision endpoint;
 - prepare.py (validate -> prepare -> fit), pair.py (the pair as one construct), semif_stack.py (one environment's
   stack), cdk_app.py (the app for `-c env=NAME`).
 """

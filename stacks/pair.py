@@ -32,6 +32,7 @@ from .endpoints.dashboard import OperationsDashboard, add_warning_rate_alarm
 from .endpoints.llama_endpoint import EndpointProps, Hosting, ImageSource, LlamaEndpoint
 from .endpoints.shared_endpoint import SharedHostingEndpoint
 from .endpoints.timeouts import derive_timeouts
+from .https_api.front import HttpsApiFront
 from .image.decision_image import CONTAINER_DIR, DecisionImage
 from .image.dlc import DlcRegistry
 from .operations.batch_transform import BatchLocations
@@ -43,7 +44,6 @@ from .security.iam_hardening import confine_service_trust, scope_waiter_logging
 from .security.keys import account_key, deny_key_use
 from .security.nag import acknowledge_inline_policies
 from .security.vpc_endpoints import VpcServiceEndpoints
-from .systemone_api.front import SystemOneApiFront
 
 CONSTRUCT_IDS: dict[EndpointKind, str] = {"chat": "Chat", "decision": "Decision"}
 
@@ -150,12 +150,14 @@ class DecisionEndpointPair(Construct):
             self.batch.grant(decision.policy)
         self.dashboard = OperationsDashboard(self, "Operations", name=deployment.stack_name, models=self.endpoints,
                                              shared=self.shared, gpu=settings.accelerator == "gpu")
-        self.systemone_api: SystemOneApiFront | None = None
-        if settings.systemone_api is not None:
-            self.systemone_api = SystemOneApiFront(
-                self, "SystemOneApi", deployment=deployment, settings=settings.systemone_api, decision=decision,
+        self.https_api: HttpsApiFront | None = None
+        if settings.https_api is not None:
+            # The construct id, like the outputs, alarm names and metric namespace, keeps the name of the first deploys:
+            # a new id would replace the API (and its URL) on an update.
+            self.https_api = HttpsApiFront(
+                self, "SystemOneApi", deployment=deployment, settings=settings.https_api, decision=decision,
                 key=self.data_key, log_settings=log_settings, alarm_topic=self.alarm_topic)
-            self.dashboard.dashboard.add_widgets(*self.systemone_api.ops.widgets())
+            self.dashboard.dashboard.add_widgets(*self.https_api.ops.widgets())
         confine_service_trust(self)
         scope_waiter_logging(self)
         acknowledge_inline_policies(self)

@@ -62,7 +62,7 @@ class SemifStack(Stack):
                       description="Batch Transform output prefix")
             CfnOutput(self, "BatchInstanceType", value=self.batch.settings.instance_type,
                       description="the instance type validated for transform jobs of this decision model")
-        api = self.pair.systemone_api
+        api = self.pair.https_api
         if api is not None:
             CfnOutput(self, "SystemOneApiUrl", value=api.url,
                       description=f"the System One SDK's base_url (semif smoke systemone --env {name})")

@@ -8,7 +8,7 @@ Each key is one SecureString parameter under the stack's `SystemOneApiKeysPath` 
 `SystemOneApiKeysKeyArn`): its sha256, the API Gateway key that counts its requests in the usage plan
 (`SystemOneApiUsagePlanId`: per-key throttling and quota) and when it was made; the key itself is stored nowhere. The
 authorizer reads new keys within seconds and stops accepting a revoked one within about half a minute plus the API's
-authorizer cache (`systemone_api.authorizer_cache_s`): no deployment either way. Needs credentials allowed to write
+authorizer cache (`https_api.authorizer_cache_s`): no deployment either way. Needs credentials allowed to write
 SSM parameters under that path, use the data key, and manage API Gateway keys.
 """
 

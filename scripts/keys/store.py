@@ -15,7 +15,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from semif_adapter.doors.api_keys import HASH_PREFIX, KEY_BYTES, digest
-from semif_decision_client.systemone_front import KEY_ID, KeyRecord
+from semif_decision_client.api_front import KEY_ID, KeyRecord
 
 from ..common.discovery import aws_session, stack_name, stack_outputs
 from ..common.polling import Poller
@@ -23,7 +23,7 @@ from ..common.polling import Poller
 KEY_PREFIX = "sk-semif-"  # as the container's `semif_adapter.doors.api_keys create` makes them
 USAGE_KEY_BYTES = 24  # the API Gateway key's value: an id the authorizer names (API Gateway wants 20+ characters)
 OUTPUTS = ("SystemOneApiKeysPath", "SystemOneApiUsagePlanId", "SystemOneApiKeysKeyArn")
-# the authorizer's re-read of the keys (stacks/systemone_api/handlers/systemone_authorizer.py REFRESH_S)
+# the authorizer's re-read of the keys (stacks/https_api/handlers/key_authorizer.py REFRESH_S)
 REVOCATION_DELAY_S = 30
 
 
@@ -47,7 +47,7 @@ class ApiKeyStore:
         missing = [key for key in OUTPUTS if key not in outputs]
         if missing:
             raise KeysError(f"stack {stack} has no System One API (no output {', '.join(missing)}): set "
-                            "systemone_api for its environment in cdk.json and deploy it")
+                            "https_api for its environment in cdk.json and deploy it")
         path, plan, kms_key = (outputs[key] for key in OUTPUTS)
         return cls(stack, path, plan, kms_key, session.client("ssm"), session.client("apigateway"))
 

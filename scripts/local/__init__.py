@@ -14,7 +14,7 @@ With `--shared` they are the inference components `{prefix}-chat` and `{prefix}-
 error until it is up again (the scale-out from zero).
 
 With `--api-keys FILE` (lines `KEY_ID sha256:HEX`, from `python -m semif_adapter.doors.api_keys create NAME`),
-System One's `POST /v1/systemone` and `GET /v1/models` are the API the CDK app deploys on AWS (`systemone_api`):
+System One's `POST /v1/systemone` and `GET /v1/models` are the API the CDK app deploys on AWS (`https_api`):
 Bearer keys, then the decision endpoint through the SageMaker API, the same code as on AWS:
 
     semif local --port 8080 --api-keys keys.txt
@@ -26,7 +26,7 @@ stack's settings reach both endpoints. Exit status: 0 after a stop signal,
 No AWS account is needed: a chat container with the llama.cpp DLC's semantics (`chat_container`), the decision
 container (`container/serve`, run as is), and a gateway that speaks the SageMaker runtime API (`gateway`), so that
 unmodified boto3 and the very smoke tests used against AWS work against loopback; the gateway also serves System
-One's own routes for the decision endpoint (`systemone_door`).
+One's own routes for the decision endpoint (`decision_routes`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from semif_decision_client.systemone_front import DEFAULT_TIMEOUT_S
+from semif_decision_client.api_front import DEFAULT_TIMEOUT_S
 
 from ..common.command import Subparsers, add_command
 from ..common.discovery import LOCAL_PORT, LOCAL_PREFIX
@@ -55,7 +55,7 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument("--api-keys", type=Path, metavar="FILE",
                         help="serve System One's routes as the AWS System One API does, with the hashed keys of FILE")
     parser.add_argument("--api-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                        help="with --api-keys: the API's integration timeout (systemone_api.integration_timeout_s, "
+                        help="with --api-keys: the API's integration timeout (https_api.integration_timeout_s, "
                              "default %(default)s)")
     parser.add_argument("--log-dir", type=Path, help="container logs (default: a new temporary directory)")
     parser.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_S, metavar="SECONDS")

@@ -17,9 +17,9 @@ until its container is up again.
 On the same port `POST /` with `X-Amz-Target: SageMaker.<Operation>` reaches the control-plane reads that SDKs make
 before invoking (`DescribeEndpoint` and a few more: `control_plane`), so one endpoint URL serves both services.
 `POST /v1/systemone` (System One), `POST /v1/decisions` (OpenAI's Decisions API) and `GET /v1/models` (both), not
-part of the AWS API, reach the decision container's own routes (`systemone_door`), so the official System One SDK
+part of the AWS API, reach the decision container's own routes (`decision_routes`), so the official System One SDK
 works with `base_url=` the gateway and the openai SDK with `base_url=` its `/v1`; with a keys file (`api_keys`) they
-are instead the API the CDK app deploys on AWS (`systemone_front`: Bearer keys, then InvokeEndpoint through this
+are instead the API the CDK app deploys on AWS (`api_front`: Bearer keys, then InvokeEndpoint through this
 gateway's own SageMaker API, the same code as the API's Lambda functions).
 """
 
@@ -37,9 +37,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from semif_decision_client.systemone_wire import DECISIONS_PATH, MODELS_PATH, SYSTEMONE_PATH
+from semif_decision_client.invoke_wire import DECISIONS_PATH, MODELS_PATH, SYSTEMONE_PATH
 
+from .api_front import DEFAULT_TIMEOUT_S, LocalFront
 from .control_plane import ControlPlane
+from .decision_routes import decision_door, forward
 from .eventstream import payload_part, stream_exception
 from .proxy import closing_client, open_stream
 from .sagemaker_errors import (
@@ -52,8 +54,6 @@ from .sagemaker_errors import (
     request_id,
 )
 from .scale_to_zero import NO_CAPACITY, ZeroScaler
-from .systemone_door import decision_door, forward
-from .systemone_front import DEFAULT_TIMEOUT_S, LocalFront
 
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 COMPONENT_HEADER = "x-amzn-sagemaker-inference-component"  # boto3's InferenceComponentName
@@ -261,7 +261,7 @@ class Gateway:
         return JSONResponse({"endpoints": statuses}, status_code=200 if healthy else 503)
 
     async def doors(self, request: Request) -> Response:
-        """The decision container's routes: its own answer (`systemone_door.forward`), or the front's."""
+        """The decision container's routes: its own answer (`decision_routes.forward`), or the front's."""
         started = time.monotonic()
         if self.front is not None:
             response = await self.front.answer(request)
@@ -289,8 +289,8 @@ def create_gateway(containers: Routes, decision: str | None = None, api_keys: Pa
     """The gateway app; `containers` maps endpoint names to container base URLs, or to `{component: URL}` for an
     endpoint that hosts inference components. `decision` (an endpoint, or `endpoint/component`) answers System One
     and OpenAI's Decisions API;
-    by default the one named for the decision role (`{prefix}-decision`, see `systemone_door.decision_door`).
-    `api_keys` (a keys file) puts the API's front on those routes (`systemone_front`), with
+    by default the one named for the decision role (`{prefix}-decision`, see `decision_routes.decision_door`).
+    `api_keys` (a keys file) puts the API's front on those routes (`api_front`), with
     `api_timeout_s` as its integration timeout. `scaler` scales the components to zero when idle
     (`scale_to_zero`)."""
     return Gateway(containers, decision, api_keys, api_timeout_s, scaler).app()

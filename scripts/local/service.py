@@ -3,8 +3,8 @@ front of them, and everything stopped in order.
 
 One job per module of this package: `chat_container` (the llama.cpp DLC's semantics: llama-server behind its
 front), `endpoints` (starting both containers), `gateway` (the SageMaker runtime API on loopback), `control_plane`,
-`sagemaker_errors` and `eventstream` (SageMaker's describe calls, error shapes and stream framing), `systemone_door`
-and `systemone_front` (System One's own routes), `processes`, `proxy` and `serving` (children, relaying, serving).
+`sagemaker_errors` and `eventstream` (SageMaker's describe calls, error shapes and stream framing), `decision_routes`
+and `api_front` (System One's own routes), `processes`, `proxy` and `serving` (children, relaying, serving).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def _sdk() -> Any:
 
 def api_url(outputs: Mapping[str, str], stack: str) -> str:
     if URL_OUTPUT not in outputs:
-        raise SmokeFailure(f"stack {stack} has no output {URL_OUTPUT}: its environment has no systemone_api in "
+        raise SmokeFailure(f"stack {stack} has no output {URL_OUTPUT}: its environment has no https_api in "
                            "cdk.json (README: Your own System One API on AWS), or it is not deployed yet")
     return outputs[URL_OUTPUT]
 

@@ -23,17 +23,17 @@ from .endpoint import (
     TargetTracking,
 )
 from .environment import EnvironmentSettings
+from .https_api import ApiAlarms, ApiDomain, ApiQuota, ApiThrottle, ApiWaf, HttpsApi
 from .image import DlcImage, ImageBuild
 from .model_source import EmbeddedModel, GgufModel, ModelSource, S3Model, TarballModel
 from .network import Vpc, VpcEndpoints
 from .notifications import Notifications
 from .problems import ConfigError
-from .systemone_api import ApiAlarms, ApiDomain, ApiQuota, ApiThrottle, ApiWaf, SystemOneApi
 
 __all__ = [
     "AlarmWindow", "Alarms", "ApiAlarms", "ApiDomain", "ApiQuota", "ApiThrottle", "ApiWaf", "Autoscaling",
     "BatchTransform", "Component", "ConfigError", "CopyAutoscaling", "DataCapture", "DlcImage", "EmbeddedModel",
-    "Endpoint", "EnvironmentSettings", "GgufModel", "ImageBuild", "ManagedScaling", "ModelSource", "Notifications",
-    "S3Model", "Serverless", "SharedEndpoint", "SystemOneApi", "TarballModel", "TargetTracking", "Vpc",
+    "Endpoint", "EnvironmentSettings", "GgufModel", "HttpsApi", "ImageBuild", "ManagedScaling", "ModelSource",
+    "Notifications", "S3Model", "Serverless", "SharedEndpoint", "TarballModel", "TargetTracking", "Vpc",
     "VpcEndpoints",
 ]

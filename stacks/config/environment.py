@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .container_keys import GPU_LAYERS_ALL, GPU_LAYERS_KEY
 from .endpoint import Endpoint, SharedEndpoint
 from .hosting import HostingRules, mode_for
+from .https_api import HttpsApi
 from .image import DlcImage, ImageBuild
 from .instances import Accelerator, Architecture
 from .kinds import ENDPOINT_KINDS, EndpointKind, HostingMode
@@ -21,7 +22,6 @@ from .model_source import ModelSource
 from .network import Vpc
 from .notifications import Notifications
 from .strict import EnvMap, Strict
-from .systemone_api import SystemOneApi
 
 # CloudWatch Logs retention periods (days) and their aws_logs.RetentionDays member names.
 LOG_RETENTION_DAYS = {
@@ -54,7 +54,15 @@ class EnvironmentSettings(Strict):
     hosting: HostingMode = "dedicated"
     shared_endpoint: SharedEndpoint | None = None
     notifications: Notifications = Notifications()
-    systemone_api: SystemOneApi | None = None
+    https_api: HttpsApi | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_key_names_its_new_name(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "systemone_api" in value:
+            raise ValueError("systemone_api is now https_api (the API serves System One and OpenAI's Decisions API): "
+                             "rename the key, its settings are the same")
+        return value
 
     @field_validator("chat", mode="before")
     @classmethod

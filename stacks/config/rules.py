@@ -3,7 +3,7 @@
 Each block's own bounds are its model's (environment.py); what spans blocks is here, each family of rules in its
 own module: the container maps (container_env_rules.py), the hosting modes (hosting_rules.py), instance pools and
 architectures (instance_rules.py), the chat template (chat_template.py), the System One API
-(systemone_api_rules.py). What needs the model's facts (its size, context, KV cache) runs once the artifact is known
+(https_api_rules.py). What needs the model's facts (its size, context, KV cache) runs once the artifact is known
 (model_fit.py). Keys are relative to the environment.
 """
 
@@ -18,12 +18,12 @@ from .container_env_rules import adapter_setting_problem, check_adapter_settings
 from .cuda_architectures import CUDA_ARCHITECTURES
 from .environment import EnvironmentSettings
 from .hosting_rules import check_hosting
+from .https_api_rules import check_https_api
 from .instance_rules import check_instances
 from .instances import describe_instance, inference_ami_versions, instance_problem
 from .kinds import EndpointKind
 from .model_source import S3Model
 from .problems import Problems
-from .systemone_api_rules import check_systemone_api
 
 # The CUDA 13 runtime in the DLC's CUDA image needs a driver newer than the default host AMI's.
 CUDA13_AMI_VERSIONS = frozenset({"al2-ami-sagemaker-inference-gpu-3-1", "al2023-ami-sagemaker-inference-gpu-4-1"})
@@ -50,7 +50,7 @@ def check_environment(settings: EnvironmentSettings) -> Problems:
     problems += check_hosting(settings)
     problems += check_instances(settings)
     problems += _check_notifications(settings)
-    problems += check_systemone_api(settings)
+    problems += check_https_api(settings)
     return problems
 
 

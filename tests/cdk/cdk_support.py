@@ -62,10 +62,10 @@ SCALED_SHARING: dict[str, Any] = {
 # endpoint's inference component (with quota, WAF with managed rules only); serverless with a custom domain, its alias
 # record, no account logging role, WAF off, a longer timeout and a smaller body limit.
 CERTIFICATE_ARN = "arn:aws:acm:us-east-1:123456789012:certificate/0b1c2d3e-0000-4000-8000-0123456789ab"
-API_SHARED: dict[str, Any] = {"systemone_api": {
+API_SHARED: dict[str, Any] = {"https_api": {
     "throttle": {"rate_per_s": 2.5, "burst": 5}, "quota": {"requests": 5000, "period": "DAY"},
     "authorizer_cache_s": 0, "waf": {"enabled": True}}}
-API_SERVERLESS: dict[str, Any] = {"systemone_api": {
+API_SERVERLESS: dict[str, Any] = {"https_api": {
     "integration_timeout_s": 60, "max_body_bytes": 1_048_576, "account_logging_role": False,
     "alarms": {"latency_p90_ms": 45000, "client_error_rate": 0.5, "min_requests": 50},
     "domain": {"name": "decisions.example.com", "certificate_arn": CERTIFICATE_ARN,

@@ -1,4 +1,4 @@
-"""The front's OpenAI route (`semif_decision_client.systemone_front` on `POST /v1/decisions`), which the API's
+"""The front's OpenAI route (`semif_decision_client.api_front` on `POST /v1/decisions`), which the API's
 forwarding Lambda and the local gateway both run: what reaches SageMaker, what the front answers itself, and in
 which shape.
 
@@ -21,11 +21,11 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from support.openai_decisions import body
 
-from local.test_systemone_front import Unreachable
+from local.test_api_front import Unreachable
 from semif_adapter.doors.strict_json import load_json
 from semif_adapter.settings import MAX_BODY_BYTES
-from semif_decision_client.systemone_front import Admission, Limits, forward, refusal
-from semif_decision_client.systemone_wire import DECISIONS_ATTRIBUTES, Call, Target
+from semif_decision_client.api_front import Admission, Limits, forward, refusal
+from semif_decision_client.invoke_wire import DECISIONS_ATTRIBUTES, Call, Target
 
 REQUEST = json.dumps(body(), ensure_ascii=False).encode()
 ANSWER = json.dumps({"answers": [], "model": "m", "usage": {"input_tokens": 1}}).encode()

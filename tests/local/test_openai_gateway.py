@@ -22,8 +22,8 @@ from openai import OpenAI
 from starlette.responses import JSONResponse
 from support.openai_decisions import INPUT, MODEL, QUESTIONS, check_decision
 
-from local.test_systemone_front_local import KEY, ScriptedInvocations, keys_file
-from local.test_systemone_front_local import scripted_front as scripted_front  # noqa: PLC0414 (a fixture)
+from local.test_api_front_local import KEY, ScriptedInvocations, keys_file
+from local.test_api_front_local import scripted_front as scripted_front  # noqa: PLC0414 (a fixture)
 from local.test_systemone_gateway import ScriptedDecision
 from local.test_systemone_gateway import scripted as scripted  # noqa: PLC0414 (a fixture)
 from scripts.local.gateway import create_gateway
@@ -33,7 +33,7 @@ Serve = Callable[[Any], AbstractContextManager[str]]
 BUSY = {"error": {"message": "all slots busy", "type": "rate_limit_error", "param": None, "code": "queue_full"}}
 # Bodies SageMaker's /invocations would not read as OpenAI's: the front answers them as the container's own
 # /v1/decisions does (checked against it below), where the problem is at the top level (a body without `input` whose
-# `questions` list has problems of its own may be told of another one: systemone_front._openai_problem).
+# `questions` list has problems of its own may be told of another one: api_front._openai_problem).
 UNREADABLE = [(b'{"model": "jev-latest", "input": "x", "questions": [', "application/json"),
               (b"[]", "application/json"), (b"{}", "application/json"),
               (b'{"model": "jev-latest", "questions": [{"type": "predicate", "instructions": "ok?"}]}',

@@ -34,8 +34,8 @@ from local.test_systemone_transport import (
 from scripts.local.sagemaker_errors import error_response
 from semif_adapter.doors.openai_contract import ERROR_TYPES
 from semif_decision_client import AsyncSageMakerTransport, SageMakerTransport
-from semif_decision_client.systemone_wire import ERROR_TYPES as SYSTEMONE_TYPES
-from semif_decision_client.systemone_wire import OPENAI_TYPES, error_document
+from semif_decision_client.invoke_wire import ERROR_TYPES as SYSTEMONE_TYPES
+from semif_decision_client.invoke_wire import OPENAI_TYPES, error_document
 
 Serve = Callable[[Any], AbstractContextManager[str]]
 BASE_URL = "https://sagemaker.invalid/v1"  # never reached: the transport answers every call

@@ -88,7 +88,7 @@ def test_the_client_retries_until_a_copy_is_up_again(scaled: tuple[str, ZeroScal
 
 
 def test_the_system_one_transport_answers_a_component_at_zero_with_a_503_the_sdks_retry() -> None:
-    from semif_decision_client.systemone_wire import error_answer
+    from semif_decision_client.invoke_wire import error_answer
 
     error = ClientError({"Error": {"Code": "ValidationError", "Message": NO_CAPACITY},
                          "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": {}}}, "InvokeEndpoint")

@@ -1,5 +1,5 @@
 """`semif smoke systemone`: where the API's URL comes from, and what fails the smoke test (the passing run against
-the local API is in test_systemone_front_local.py). botocore's Stubber stands in for CloudFormation and SageMaker."""
+the local API is in test_api_front_local.py). botocore's Stubber stands in for CloudFormation and SageMaker."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_the_url_is_the_stacks_once_its_decision_endpoint_is_in_service() -> Non
 
 def test_a_stack_without_the_api_is_named() -> None:
     with pytest.raises(SmokeFailure, match="stack semif-dev has no output SystemOneApiUrl: its environment has no "
-                                           "systemone_api"):
+                                           "https_api"):
         api_url({"DecisionEndpointName": "semif-dev-decision"}, "semif-dev")
 
 

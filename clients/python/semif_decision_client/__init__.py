@@ -56,16 +56,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .systemone import AsyncSageMakerTransport as AsyncSageMakerTransport
-    from .systemone import SageMakerTransport as SageMakerTransport
+    from .sdk_transport import AsyncSageMakerTransport as AsyncSageMakerTransport
+    from .sdk_transport import SageMakerTransport as SageMakerTransport
 
-SYSTEMONE_NAMES = frozenset({"SageMakerTransport", "AsyncSageMakerTransport"})
+TRANSPORT_NAMES = frozenset({"SageMakerTransport", "AsyncSageMakerTransport"})
 
 
 def __getattr__(name: str) -> Any:
     """The transports, imported on first use (ImportError naming the extra when httpx2 is missing)."""
-    if name in SYSTEMONE_NAMES:
-        from . import systemone
+    if name in TRANSPORT_NAMES:
+        from . import sdk_transport
 
-        return getattr(systemone, name)
+        return getattr(sdk_transport, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

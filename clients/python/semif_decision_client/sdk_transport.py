@@ -29,7 +29,7 @@ client's mistake stays a 4xx), in the shape of the door called (OpenAI's `{"erro
 One's `{"detail": {...}}` elsewhere): a container's answer wrapped in `ModelError` comes back as the container gave it
 (status and body); throttling is 429; `ServiceUnavailable` and `ModelNotReadyException` 503; an invocation timeout
 504; an unknown endpoint 404; every other AWS error keeps its own status. The SDK's `api_key` is never sent. That
-mapping, the routes and the body decoding are `systemone_wire`'s, shared with the front (the HTTPS API in front of
+mapping, the routes and the body decoding are `invoke_wire`'s, shared with the front (the HTTPS API in front of
 the endpoint), so a call means the same through either.
 
 Needs httpx2 (`pip install 'semif-decision-client[systemone]'` or `[openai]`); the rest of the package needs boto3.
@@ -58,7 +58,7 @@ from botocore.exceptions import (
 )
 
 from .client import CONTENT_TYPE, runtime_client
-from .systemone_wire import Answer, Call, Target, error_document, invoke
+from .invoke_wire import Answer, Call, Target, error_document, invoke
 
 
 class _EndpointInvoker:

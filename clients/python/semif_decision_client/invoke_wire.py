@@ -3,7 +3,7 @@ container's answer out.
 
 Two things speak to a decision endpoint through SageMaker, and both do it through this module, so that a call means
 the same on either side: the SDKs' transport (`SageMakerTransport`, the caller's side: the System One SDK and the
-openai SDK) and the front (`systemone_front`, the HTTPS API the CDK app deploys and the local gateway serves).
+openai SDK) and the front (`api_front`, the HTTPS API the CDK app deploys and the local gateway serves).
 
 - `POST /v1/systemone` (System One) and `POST /v1/decisions` (OpenAI's Decisions API) go as the body: on SageMaker's
   `/invocations` the container tells them apart by the body (`questions` an object or a list); `GET /v1/models` goes

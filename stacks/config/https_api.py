@@ -1,5 +1,5 @@
-"""The settings of the System One API in front of the decision endpoint (the constructs: stacks/systemone_api/; the
-rules across keys: systemone_api_rules.py)."""
+"""The settings of the System One API in front of the decision endpoint (the constructs: stacks/https_api/; the
+rules across keys: https_api_rules.py)."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ class ApiDomain(Strict):
         return _CERTIFICATE_ARN.fullmatch(self.certificate_arn or "")["region"]  # type: ignore[index]
 
 
-class SystemOneApi(Strict):
+class HttpsApi(Strict):
     """An HTTPS System One API (`POST /v1/systemone`, `GET /v1/models`) with Bearer keys in front of the decision
     endpoint: API Gateway, a Lambda authorizer and a forwarding Lambda (README: Your own System One API on AWS)."""
 

@@ -7,7 +7,7 @@ They go to the decision container's own routes, unchanged: body, Content-Type, C
 on the way in; status, headers (Retry-After, x-typesafe-request-id) and body on the way out, so the container's
 error shapes and its API-key checks reach the client as they are. Only what the container cannot answer (no
 decision endpoint behind the gateway, the container down or silent) is answered here, in the shape of the route
-called (`systemone_wire.error_document`: OpenAI's on `/v1/decisions`, System One's elsewhere).
+called (`invoke_wire.error_document`: OpenAI's on `/v1/decisions`, System One's elsewhere).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
-from semif_decision_client.systemone_wire import SYSTEMONE_PATH, error_document
+from semif_decision_client.invoke_wire import SYSTEMONE_PATH, error_document
 
 from .endpoints import names_decision_role
 from .proxy import forwardable

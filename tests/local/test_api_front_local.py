@@ -5,7 +5,7 @@ the API's Lambda functions, in front of the real decision container through the 
   SHOULD it can exercise against an API that always requires a key (all but `auth.ignored-when-off`, which concerns
   servers without auth: the container's own conformance test covers it), auth checks included. Every case runs but
   `choice-options` (2 to 255 options, a minute of CPU here): the container's two full runs prove it, and the front
-  reads no option (it forwards any body within its byte limits, tests/local/test_systemone_front.py); `semif smoke
+  reads no option (it forwards any body within its byte limits, tests/local/test_api_front.py); `semif smoke
   systemone --local` passes; keys are never logged; the front's own answers to bodies SageMaker would not read as
   System One equal the container's own `/v1/systemone` answers.
 - With a scripted container (fast): what reaches the container, its answers passed back, keys rotating without a
@@ -48,7 +48,7 @@ NO_RETRY = RetryPolicy(max_retries=0)
 # The container's own runs (tests/adapter/test_systemone_conformance.py) are the ones that prove these cases.
 CONTAINER_CASES = frozenset({"choice-options"})
 # Bodies SageMaker's /invocations would not read as System One: the front answers them as the container's own
-# /v1/systemone does (tests/local/test_systemone_front.py checks each shape; here, against the container).
+# /v1/systemone does (tests/local/test_api_front.py checks each shape; here, against the container).
 UNREADABLE = [(b'{"model": "jev-latest", "state": "x", "questions": {', "application/json"),
               (b"[]", "application/json"), (b"{}", "application/json"), (b'{"state": "x"}', "application/json"),
               (b'{"state": "a", "state": "b", "questions": {}}', "application/json"),

@@ -1,7 +1,7 @@
 """Operating the System One API: its logs, per-key request counts, alarms, dashboard widgets and optional WAF.
 
 - The access log is JSON, one line per request, with the caller's key id (`keyId`, from the authorizer), never the
-  key: `ACCESS_LOG` holds `systemone_front.ACCESS_LOG_FIELDS` (what the local gateway logs) plus API Gateway's
+  key: `ACCESS_LOG` holds `api_front.ACCESS_LOG_FIELDS` (what the local gateway logs) plus API Gateway's
   extras. Execution logs (errors only, no bodies) go to the group API Gateway would make itself, made here first so
   that it has the retention and the data key.
 - Requests per key: a metric filter on the access log (`SemIf/SystemOneApi` `Requests` by `ApiId` and `KeyId`).
@@ -20,8 +20,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
-from ..config.systemone_api import SystemOneApi
-from ..config.systemone_api_rules import latency_threshold_ms
+from ..config.https_api import HttpsApi
+from ..config.https_api_rules import latency_threshold_ms
 from ..operations.logs import LogSettings
 from ..operations.notifications import AlarmTopic
 
@@ -47,7 +47,7 @@ def access_log_format() -> str:
 class ApiOperations(Construct):
     """Made before the API (its access log group is a stage setting), then `attach`ed to it."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, name: str, stack_name: str, settings: SystemOneApi,
+    def __init__(self, scope: Construct, construct_id: str, *, name: str, stack_name: str, settings: HttpsApi,
                  log_settings: LogSettings, alarm_topic: AlarmTopic) -> None:
         super().__init__(scope, construct_id)
         self.name, self.stack_name, self.settings = name, stack_name, settings

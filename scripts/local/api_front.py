@@ -2,7 +2,7 @@
 
 With a keys file (the container's format, `KEY_ID sha256:HEX` per line: `python -m semif_adapter.doors.api_keys create
 NAME`), the gateway's `POST /v1/systemone`, `POST /v1/decisions` and `GET /v1/models` are the front the CDK app deploys
-in front of the decision endpoint, running `semif_decision_client.systemone_front` as the two Lambda functions do:
+in front of the decision endpoint, running `semif_decision_client.api_front` as the two Lambda functions do:
 - `admit` with `semif_adapter.doors.api_keys.ApiKeys` (the authorizer's checker): no header 401, not `Bearer` 403, an
   unknown key 401, all `authentication_error` with API Gateway's messages;
 - `forward` through a boto3 `sagemaker-runtime` client pointed at this gateway's own SageMaker API (the address the
@@ -30,7 +30,7 @@ from semif_adapter.doors.api_keys import ApiKeys
 from semif_adapter.doors.strict_json import load_json
 from semif_adapter.settings import MAX_BODY_BYTES, SEMIF_PREFIX
 from semif_decision_client import runtime_client
-from semif_decision_client.systemone_front import (
+from semif_decision_client.api_front import (
     DEFAULT_TIMEOUT_S,
     REFUSALS,
     Admission,
@@ -40,10 +40,10 @@ from semif_decision_client.systemone_front import (
     read_timeout_s,
     refusal,
 )
-from semif_decision_client.systemone_wire import Answer, Call, Target
+from semif_decision_client.invoke_wire import Answer, Call, Target
 
 from ..common.discovery import local_session
-from .systemone_door import DecisionDoor, error
+from .decision_routes import DecisionDoor, error
 
 
 def _target(door: DecisionDoor) -> Target | None:
@@ -58,7 +58,7 @@ class LocalFront:
     """The front on the gateway; keys are re-read when their file changes (they rotate without a restart)."""
 
     def __init__(self, keys_file: Path, door: DecisionDoor, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        """`timeout_s`: the API's integration timeout (`systemone_api.integration_timeout_s`)."""
+        """`timeout_s`: the API's integration timeout (`https_api.integration_timeout_s`)."""
         self.keys = ApiKeys(str(keys_file))
         self.door, self.target = door, _target(door)
         decoded = os.environ.get(f"{SEMIF_PREFIX}MAX_BODY_BYTES", "")  # what the local container is given
@@ -102,7 +102,7 @@ class LocalFront:
 
 def _access_log(request: Request, response: Response, *, request_id: str, key_id: str | None, started: float,
                 refused: str) -> None:
-    """One JSON line per request, the fields of the API's access log (`systemone_front.ACCESS_LOG_FIELDS`); `error`
+    """One JSON line per request, the fields of the API's access log (`api_front.ACCESS_LOG_FIELDS`); `error`
     is the front's own refusal (as API Gateway logs its own errors, not the decision endpoint's answers)."""
     line = {"requestId": request_id, "keyId": key_id or "-",
             "ip": request.client.host if request.client else "-", "method": request.method,

@@ -7,26 +7,26 @@ from __future__ import annotations
 from .container_env import container_body_limit
 from .container_keys import MAX_BODY_KEY
 from .environment import EnvironmentSettings
+from .https_api import HttpsApi
 from .problems import Problems
-from .systemone_api import SystemOneApi
 
-KEY = "systemone_api"
+KEY = "https_api"
 SAGEMAKER_INVOCATION_S = 60  # SageMaker ends a real-time (and a serverless) invocation after 60 s
 DEFAULT_TIMEOUT_S = 29  # API Gateway's integration timeout without a quota increase
 LATENCY_SHARE = 0.8  # the latency alarm's default: 80% of the integration timeout
 
 
-def body_limit(settings: EnvironmentSettings, api: SystemOneApi) -> int:
+def body_limit(settings: EnvironmentSettings, api: HttpsApi) -> int:
     """What the front accepts once decoded: the configured value, else exactly what the container accepts."""
     return api.max_body_bytes or container_body_limit(settings)
 
 
-def latency_threshold_ms(api: SystemOneApi) -> float:
+def latency_threshold_ms(api: HttpsApi) -> float:
     return api.alarms.latency_p90_ms or api.integration_timeout_s * 1000 * LATENCY_SHARE
 
 
-def check_systemone_api(settings: EnvironmentSettings) -> Problems:
-    api = settings.systemone_api
+def check_https_api(settings: EnvironmentSettings) -> Problems:
+    api = settings.https_api
     if api is None:
         return []
     problems: Problems = []

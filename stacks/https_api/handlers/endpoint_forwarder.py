@@ -1,7 +1,7 @@
-"""The System One API's forwarding Lambda: API Gateway's proxy event in, `systemone_front.forward`, a proxy answer out,
+"""The System One API's forwarding Lambda: API Gateway's proxy event in, `api_front.forward`, a proxy answer out,
 for every route (System One's, OpenAI's Decisions API, the models list).
 
-Configured by its environment (set by stacks/systemone_api.py, no secret in it): the decision endpoint, its inference
+Configured by its environment (set by stacks/https_api.py, no secret in it): the decision endpoint, its inference
 component on a shared endpoint, the decoded-body limit (the container's own) and the read timeout (under the
 integration timeout, so that a slow decision is the front's System One 504, not API Gateway's). Bodies are parsed with
 the container's own strict parser (`semif_adapter.doors.strict_json`), so the front reads a body as the container
@@ -22,8 +22,8 @@ from typing import Any
 
 from semif_adapter.doors.strict_json import load_json
 from semif_decision_client import runtime_client
-from semif_decision_client.systemone_front import Limits, forward
-from semif_decision_client.systemone_wire import CONTENT_TYPE, Answer, Call, Target, error_document
+from semif_decision_client.api_front import Limits, forward
+from semif_decision_client.invoke_wire import CONTENT_TYPE, Answer, Call, Target, error_document
 
 ENDPOINT_ENV, COMPONENT_ENV = "SEMIF_ENDPOINT_NAME", "SEMIF_INFERENCE_COMPONENT_NAME"
 MAX_DECODED_ENV, TIMEOUT_ENV = "SEMIF_MAX_BODY_BYTES", "SEMIF_READ_TIMEOUT_S"

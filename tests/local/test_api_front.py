@@ -1,4 +1,4 @@
-"""The System One front's logic (`semif_decision_client.systemone_front`), which the API's Lambda functions and the
+"""The System One front's logic (`semif_decision_client.api_front`), which the API's Lambda functions and the
 local gateway both run: who is admitted, what reaches SageMaker, what comes back.
 
 botocore's Stubber stands in for SageMaker (its answers and errors); the key checker and the JSON parser are the
@@ -24,7 +24,7 @@ from support.systemone import QUESTIONS, body
 from semif_adapter.doors.api_keys import HASH_PREFIX, ApiKeys, digest
 from semif_adapter.doors.strict_json import load_json
 from semif_adapter.settings import MAX_BODY_BYTES
-from semif_decision_client.systemone_front import (
+from semif_decision_client.api_front import (
     DENIED_MESSAGE,
     UNAUTHORIZED_MESSAGE,
     Admission,
@@ -35,7 +35,7 @@ from semif_decision_client.systemone_front import (
     read_timeout_s,
     refusal,
 )
-from semif_decision_client.systemone_wire import Call, Target
+from semif_decision_client.invoke_wire import Call, Target
 
 KEY = "sk-semif-front-test"
 REQUEST = json.dumps(body(QUESTIONS)).encode()
@@ -152,7 +152,7 @@ def test_semif_keys_are_dropped_as_any_unknown_field_so_the_container_reads_syst
 ], ids=["not-json", "not-an-object", "no-questions", "duplicate-key", "not-json-media-type"])
 def test_a_body_the_container_would_not_read_as_system_one_gets_its_v1_systemone_answer(
         runtime: Any, content: bytes, headers: dict[str, str], status: int, expected: dict[str, Any]) -> None:
-    """What the container's own /v1/systemone answers (checked against it: test_systemone_front_local.py), where
+    """What the container's own /v1/systemone answers (checked against it: test_api_front_local.py), where
     SageMaker's /invocations would answer in SemIf's shape."""
     with Stubber(runtime):
         assert through(runtime, call(content, headers))[::2] == (status, expected)
@@ -195,7 +195,7 @@ def test_botocores_own_failures_are_never_a_4xx(error: Exception, status: int, e
 
 
 def test_sagemakers_errors_reach_the_caller_as_the_transport_maps_them(runtime: Any) -> None:
-    """The SDK transport's mapping (systemone_wire), here through the front: spot checks, the full table is
+    """The SDK transport's mapping (invoke_wire), here through the front: spot checks, the full table is
     test_systemone_transport.py's."""
     with Stubber(runtime) as stub:
         stub.add_client_error("invoke_endpoint", "ModelError", "container said 422", 424, modeled_fields={

@@ -1,5 +1,5 @@
 """The System One front: an HTTPS API with Bearer keys in front of a decision endpoint, as the CDK app deploys it
-(API Gateway, a Lambda authorizer and a forwarding Lambda: `stacks/systemone_api.py`) and as the local gateway serves
+(API Gateway, a Lambda authorizer and a forwarding Lambda: `stacks/https_api.py`) and as the local gateway serves
 it (`semif local --api-keys FILE`). It serves System One (`POST /v1/systemone`) and OpenAI's Decisions API
 (`POST /v1/decisions`), with `GET /v1/models` for both; what it answers itself speaks the shape of the route called.
 
@@ -9,7 +9,7 @@ Pure logic, no AWS globals, so that both run the same code and it is tested here
   all `authentication_error`. The keys are checked by the caller's checker
   (`semif_adapter.doors.api_keys.ApiKeys`: hashed, compared in constant time, never logged). On AWS these refusals
   are API Gateway's, whose templates cannot tell the route, so they carry both shapes (`gateway_error`).
-- `forward`: the call through `InvokeEndpoint` (`systemone_wire`), answering exactly what the container answers on
+- `forward`: the call through `InvokeEndpoint` (`invoke_wire`), answering exactly what the container answers on
   its own route (status and body) and SageMaker's own errors in the route's shape with a status the SDKs retry only
   when a retry can help. Limits are enforced before SageMaker sees anything: the body as sent, the body
   decoded, and the answer the front can carry back (`Limits`; on AWS, what a Lambda invocation holds).
@@ -41,7 +41,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from .systemone_wire import (
+from .invoke_wire import (
     CONTENT_TYPE,
     DECISIONS_PATH,
     REQUEST_IDS,
@@ -67,7 +67,7 @@ DEFAULT_TIMEOUT_S = 29  # API Gateway's integration timeout unless its quota is 
 SAGEMAKER_REQUEST_ID = "x-amzn-sagemaker-request-id"
 UNAUTHORIZED_MESSAGE = "the API key is missing or not valid: send Authorization: Bearer <key>"
 DENIED_MESSAGE = "the Authorization header holds no Bearer key: send Authorization: Bearer <key>"
-# The access log's fields, the same locally and in API Gateway's access log (stacks/systemone_api.py): the key's id,
+# The access log's fields, the same locally and in API Gateway's access log (stacks/https_api.py): the key's id,
 # never the key.
 ACCESS_LOG_FIELDS = ("requestId", "keyId", "ip", "method", "path", "status", "latencyMs", "error")
 SEMIF_KEYS = frozenset({"decision", "decisions"})  # what makes /invocations answer in SemIf's contract
@@ -248,7 +248,7 @@ def _sagemaker_call(client: Any, target: Target, call: Call, limits: Limits, tim
         return invoke(client, target, call, max_decoded=limits.max_decoded_bytes)
     except ReadTimeoutError:
         return _error(504, f"the decision endpoint did not answer within the front's {timeout_s:g} s; ask fewer or "
-                           "shorter questions per request (docs/systemone-api-on-aws.md, Limits)", path=call.path)
+                           "shorter questions per request (docs/https-api-on-aws.md, Limits)", path=call.path)
     except (NoCredentialsError, PartialCredentialsError, ParamValidationError) as error:  # our configuration
         return _error(500, f"the front cannot call SageMaker: {type(error).__name__}", path=call.path)
     except (ConnectTimeoutError, BotoCoreError) as error:  # SageMaker unreachable for now: a retry can help

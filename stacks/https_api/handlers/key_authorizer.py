@@ -1,6 +1,6 @@
 """The System One API's Lambda authorizer (TOKEN type, identity source `Authorization`): who may call, and as which key.
 
-The keys are SecureString parameters under the stack's path (`systemone_front.keys_path`), one per key, written by
+The keys are SecureString parameters under the stack's path (`api_front.keys_path`), one per key, written by
 `semif keys create` (the key's sha256, never the key). They are read into a keys file in /tmp and checked by the
 container's own checker (`semif_adapter.doors.api_keys.ApiKeys`: every stored hash compared in constant time), so a key
 means the same here, on the local gateway and on a container's own port. They are read again every `REFRESH_S`, and
@@ -28,7 +28,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from semif_adapter.doors.api_keys import ApiKeys, Verdict
-from semif_decision_client.systemone_front import Admission, KeyRecord, admit
+from semif_decision_client.api_front import Admission, KeyRecord, admit
 
 PATH_ENV = "SEMIF_KEYS_PATH"
 REFRESH_S = 30.0

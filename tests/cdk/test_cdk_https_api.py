@@ -17,15 +17,15 @@ from cdk_support import CERTIFICATE_ARN, Synth, acknowledgements, acknowledgemen
 
 from scripts.keys.store import OUTPUTS as KEYS_OUTPUTS
 from scripts.smoke.systemone import URL_OUTPUT
-from semif_decision_client.systemone_front import (
+from semif_decision_client.api_front import (
     ACCESS_LOG_FIELDS,
     DENIED_MESSAGE,
     UNAUTHORIZED_MESSAGE,
     Admission,
     refusal,
 )
-from semif_decision_client.systemone_wire import OPENAI_CODES, OPENAI_TYPES
-from stacks.systemone_api.front import BUNDLE, GATEWAY_RESPONSES, STAGE
+from semif_decision_client.invoke_wire import OPENAI_CODES, OPENAI_TYPES
+from stacks.https_api.front import BUNDLE, GATEWAY_RESPONSES, STAGE
 
 MODES = ("api", "api_shared", "api_serverless")
 DECISION = {"api": ("semif-api-decision", None),
@@ -40,7 +40,7 @@ def each_api(request: pytest.FixtureRequest) -> tuple[str, Synth]:
 
 
 def settings(synth: Synth) -> Any:
-    return synth.stack.deployment.settings.systemone_api
+    return synth.stack.deployment.settings.https_api
 
 
 def only(synth: Synth, resource_type: str) -> tuple[str, dict[str, Any]]:
@@ -146,9 +146,9 @@ def test_the_lambda_bundle_holds_exactly_the_front_and_imports_nothing_else_of_o
     files = {str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file()}
     assert files == set(BUNDLE)
     probe = ("import sys, json; sys.path.insert(0, '.')\n"
-             "import systemone_authorizer, systemone_forwarder\n"
+             "import key_authorizer, endpoint_forwarder\n"
              "ours = {n: m.__file__ for n, m in sys.modules.items() if n.split('.')[0] in "
-             "('semif_adapter', 'semif_decision_client', 'systemone_authorizer', 'systemone_forwarder')}\n"
+             "('semif_adapter', 'semif_decision_client', 'key_authorizer', 'endpoint_forwarder')}\n"
              "others = sorted({n.split('.')[0] for n in sys.modules} & {'pydantic', 'httpx', 'httpx2', 'starlette', "
              "'anyio', 'numpy', 'llama_cpp', 'aws_cdk', 'typesafe_sdk'})\n"
              "print(json.dumps({'ours': ours, 'others': others}))")
@@ -181,7 +181,7 @@ def test_api_gateways_own_answers_are_system_one_and_openai_errors_at_once(api: 
                                                  else "invalid_request_error")
         assert props.get("ResponseParameters", {}).get("gatewayresponse.header.Retry-After") == \
             (f"'{retry_after}'" if retry_after else None)
-    # The local gateway's front says the same (systemone_front's messages), in API Gateway's order of statuses.
+    # The local gateway's front says the same (api_front's messages), in API Gateway's order of statuses.
     assert (found["UNAUTHORIZED"]["StatusCode"], found["ACCESS_DENIED"]["StatusCode"]) == ("401", "403")
     assert UNAUTHORIZED_MESSAGE in found["UNAUTHORIZED"]["ResponseTemplates"]["application/json"]
     assert DENIED_MESSAGE in found["ACCESS_DENIED"]["ResponseTemplates"]["application/json"]
@@ -333,7 +333,7 @@ def test_every_finding_of_the_api_is_acknowledged_with_a_reason(each_api: tuple[
     _, synth = each_api
     report = json.loads((Path(synth.app.outdir) / "validation-report.json").read_text())
     assert [v for plugin in report["pluginReports"] for v in plugin["violations"]] == []
-    api_node = synth.stack.pair.systemone_api
+    api_node = synth.stack.pair.https_api
     assert api_node is not None
     found = {finding: reason for node in api_node.node.find_all() for finding, reason in
              acknowledgements(node).items()}
@@ -344,4 +344,4 @@ def test_every_finding_of_the_api_is_acknowledged_with_a_reason(each_api: tuple[
 def test_an_environment_without_the_api_has_none_of_it(dev: Synth) -> None:
     kinds = {r["Type"] for r in dev.json["Resources"].values()}
     assert not {k for k in kinds if k.startswith(("AWS::ApiGateway::", "AWS::WAFv2::"))}
-    assert URL_OUTPUT not in dev.json["Outputs"] and dev.stack.pair.systemone_api is None
+    assert URL_OUTPUT not in dev.json["Outputs"] and dev.stack.pair.https_api is None

@@ -1,6 +1,6 @@
 """The System One API's keys end to end: `semif keys create|list|revoke` (scripts/keys) writes them, the Lambda
-authorizer (stacks/systemone_api/handlers/systemone_authorizer.py) reads and checks them, and the forwarding
-Lambda's event glue (stacks/systemone_api/handlers/systemone_forwarder.py) turns API Gateway's events into the
+authorizer (stacks/https_api/handlers/key_authorizer.py) reads and checks them, and the forwarding
+Lambda's event glue (stacks/https_api/handlers/endpoint_forwarder.py) turns API Gateway's events into the
 front's calls.
 
 moto stands in for SSM and KMS; botocore's Stubber for API Gateway and CloudFormation (moto's need
@@ -30,10 +30,10 @@ from scripts.common.polling import Poller
 from scripts.keys.store import ApiKeyStore, KeysError, manage
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.settings import MAX_BODY_BYTES
-from semif_decision_client.systemone_front import Limits, keys_path
-from semif_decision_client.systemone_wire import DECISIONS_ATTRIBUTES, Target
-from stacks.systemone_api.handlers import systemone_authorizer, systemone_forwarder
-from stacks.systemone_api.handlers.systemone_authorizer import KeyStore, authorize, stage_arn
+from semif_decision_client.api_front import Limits, keys_path
+from semif_decision_client.invoke_wire import DECISIONS_ATTRIBUTES, Target
+from stacks.https_api.handlers import endpoint_forwarder, key_authorizer
+from stacks.https_api.handlers.key_authorizer import KeyStore, authorize, stage_arn
 
 REGION = "us-east-1"
 STACK = "semif-api"
@@ -177,14 +177,14 @@ def test_keys_arrive_and_leave_without_a_deployment(aws: Any, deployed: dict[str
     apigateway.expect_create("second", "apikey-2")
     second = tool(aws, apigateway, "create", "api", "second")
     # A key made after the last read: the miss makes the authorizer read again (at most every MISS_REFRESH_S).
-    clock.now += systemone_authorizer.MISS_REFRESH_S
+    clock.now += key_authorizer.MISS_REFRESH_S
     assert authorize(token(second), store)["principalId"] == "second"
     assert tool(aws, apigateway, "list", "api").splitlines()[0].startswith("first\tcreated ")
     apigateway.expect_delete("apikey-1")  # the usage-plan key goes with it
     assert "revoked first" in tool(aws, apigateway, "revoke", "api", "first")
     apigateway.stubber.assert_no_pending_responses()
     assert authorize(token(first), store)["principalId"] == "first"  # until the next read
-    clock.now += systemone_authorizer.REFRESH_S
+    clock.now += key_authorizer.REFRESH_S
     with pytest.raises(PermissionError, match="Unauthorized"):
         authorize(token(first), store)
     assert [line.split("\t")[0] for line in tool(aws, apigateway, "list", "api").splitlines()] == ["second"]
@@ -199,7 +199,7 @@ def test_a_failing_key_store_keeps_the_last_good_keys(aws: Any, deployed: dict[s
     stubber = Stubber(store.ssm)
     stubber.add_client_error("get_parameters_by_path", "InternalServerError", "SSM is down", 500)
     stubber.activate()
-    clock.now += systemone_authorizer.REFRESH_S
+    clock.now += key_authorizer.REFRESH_S
     assert authorize(token(key), store)["principalId"] == "steady"
     with pytest.raises(PermissionError, match="Unauthorized"):
         authorize(token("sk-semif-unknown"), store)  # a miss right after a failed read does not read again
@@ -250,7 +250,7 @@ def _event(resource: str, sent: bytes, request_id: str) -> dict[str, Any]:
             "requestContext": {"requestId": request_id, "authorizer": {"keyId": "ops"}}}
 
 
-def _forwarded(forwarder: systemone_forwarder.Forwarder, event: dict[str, Any], sent: bytes,
+def _forwarded(forwarder: endpoint_forwarder.Forwarder, event: dict[str, Any], sent: bytes,
                answer: bytes, attributes: str | None = None) -> dict[str, Any]:
     """The forwarder's answer to `event` where SageMaker, sent exactly `sent` (with the custom `attributes`, if
     any), answers `answer`."""
@@ -264,7 +264,7 @@ def _forwarded(forwarder: systemone_forwarder.Forwarder, event: dict[str, Any], 
 
 def test_the_forwarder_reads_api_gateways_event_and_answers_its_proxy_shape(aws: Any) -> None:
     runtime = aws.client("sagemaker-runtime")
-    forwarder = systemone_forwarder.Forwarder(runtime, Target("semif-api-decision"), Limits(MAX_BODY_BYTES), 28.0)
+    forwarder = endpoint_forwarder.Forwarder(runtime, Target("semif-api-decision"), Limits(MAX_BODY_BYTES), 28.0)
     sent = json.dumps({"state": "Grüße", "questions": {"q": {"type": "noul", "instructions": "ok?"}}},
                       ensure_ascii=False).encode()
     answer = '{"answers": {"q": {"noul": 0.5}}, "x": "Größe"}'.encode()
@@ -276,14 +276,14 @@ def test_the_forwarder_reads_api_gateways_event_and_answers_its_proxy_shape(aws:
     broken = forwarder.answer({**event, "body": "%%% not base64"})
     assert broken["statusCode"] == 400 and json.loads(broken["body"])["detail"]["error_type"] == \
         "invalid_request_error"
-    assert systemone_forwarder.proxy_response((200, {}, b"\xff\xfe"))["isBase64Encoded"] is True
+    assert endpoint_forwarder.proxy_response((200, {}, b"\xff\xfe"))["isBase64Encoded"] is True
 
 
 def test_the_forwarder_serves_openais_route_in_openais_shape(aws: Any) -> None:
     """`POST /v1/decisions`: the body goes to InvokeEndpoint as sent (the container reads it as OpenAI's); what the
     forwarder answers itself speaks OpenAI's error shape there."""
     runtime = aws.client("sagemaker-runtime")
-    forwarder = systemone_forwarder.Forwarder(runtime, Target("semif-api-decision"), Limits(MAX_BODY_BYTES), 28.0)
+    forwarder = endpoint_forwarder.Forwarder(runtime, Target("semif-api-decision"), Limits(MAX_BODY_BYTES), 28.0)
     sent = json.dumps({"model": "jev-latest", "input": "Grüße", "questions": [
         {"type": "predicate", "instructions": "ok?"}]}, ensure_ascii=False).encode()
     answer = b'{"answers": [{"type": "predicate", "name": null, "probability": 0.5}]}'
@@ -298,7 +298,7 @@ def test_the_forwarder_serves_openais_route_in_openais_shape(aws: Any) -> None:
 
 
 def test_the_forwarder_is_configured_by_its_environment_alone(aws: Any) -> None:
-    forwarder = systemone_forwarder.Forwarder.from_environment({
+    forwarder = endpoint_forwarder.Forwarder.from_environment({
         "SEMIF_ENDPOINT_NAME": "semif-shared-models", "SEMIF_INFERENCE_COMPONENT_NAME": "semif-shared-decision",
         "SEMIF_MAX_BODY_BYTES": "4194304", "SEMIF_READ_TIMEOUT_S": "28.0"})
     assert forwarder.target == Target("semif-shared-models", "semif-shared-decision")

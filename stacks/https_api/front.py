@@ -2,19 +2,19 @@
 
 An API Gateway REST API (regional) with `POST /v1/systemone` (System One), `POST /v1/decisions` (OpenAI's Decisions
 API) and `GET /v1/models` (both), every route behind the same keys, usage plan, access log and alarms:
-- a TOKEN Lambda authorizer on `Authorization` (handlers/systemone_authorizer.py) checks `Bearer <key>`
+- a TOKEN Lambda authorizer on `Authorization` (handlers/key_authorizer.py) checks `Bearer <key>`
   against the hashed keys under the stack's SSM path and names the caller's usage-plan key (`apiKeySource:
   AUTHORIZER`), so the usage plan throttles (and optionally caps) every key on its own;
-- a forwarding Lambda (handlers/systemone_forwarder.py) calls InvokeEndpoint (with the inference component on
-  a shared endpoint) and answers what the container answers; both run `semif_decision_client.systemone_front`,
+- a forwarding Lambda (handlers/endpoint_forwarder.py) calls InvokeEndpoint (with the inference component on
+  a shared endpoint) and answers what the container answers; both run `semif_decision_client.api_front`,
   the code the local gateway serves too;
 - API Gateway's own refusals (no key, a wrong key, throttling, an unknown route, the authorizer failing, a timeout)
   are gateway responses with the statuses the SDKs retry only when a retry can help. Their templates cannot tell the
   route (no VTL, only variable substitution), so each body carries both shapes: System One's `detail` and OpenAI's
-  `error` (`systemone_front.gateway_error`, which the local gateway's front answers too).
+  `error` (`api_front.gateway_error`, which the local gateway's front answers too).
 
 Operations (access log with the key's id, alarms, dashboard, WAF) are in operations.py; the settings and their
-rules in stacks/config/systemone_api.py and systemone_api_rules.py.
+rules in stacks/config/https_api.py and https_api_rules.py.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from constructs import Construct
 
 import semif_adapter
 import semif_decision_client
-from semif_decision_client.systemone_front import (
+from semif_decision_client.api_front import (
     DENIED_MESSAGE,
     UNAUTHORIZED_MESSAGE,
     gateway_error,
@@ -43,8 +43,8 @@ from semif_decision_client.systemone_front import (
 )
 
 from ..config.deployment import Deployment
-from ..config.systemone_api import SystemOneApi
-from ..config.systemone_api_rules import body_limit
+from ..config.https_api import HttpsApi
+from ..config.https_api_rules import body_limit
 from ..custom_resources.function import RUNTIME
 from ..endpoints.common import INVOKE_ACTIONS
 from ..endpoints.llama_endpoint import LlamaEndpoint
@@ -60,11 +60,11 @@ MEMORY_MB = 256  # boto3, a 4 MiB body as sent and 6 MiB decoded fit with room; 
 AUTHORIZER_TIMEOUT_S = 10
 BUNDLE = {
     **module_files(Path(semif_decision_client.__file__).parent, "semif_decision_client",
-                   ("client", "systemone_wire", "systemone_front")),
+                   ("client", "invoke_wire", "api_front")),
     **module_files(Path(semif_adapter.__file__).parent, "semif_adapter",
                    ("doors/api_keys", "errors", "doors/strict_json")),
-    "systemone_authorizer.py": HANDLERS_DIR / "systemone_authorizer.py",
-    "systemone_forwarder.py": HANDLERS_DIR / "systemone_forwarder.py",
+    "key_authorizer.py": HANDLERS_DIR / "key_authorizer.py",
+    "endpoint_forwarder.py": HANDLERS_DIR / "endpoint_forwarder.py",
 }
 _SYNC = ("invoked synchronously by API Gateway, which answers the caller with the result or an error; a dead-letter "
          "queue only receives failed asynchronous invocations")
@@ -111,16 +111,16 @@ API_MESSAGE = "$context.error.messageString"  # API Gateway's own message, alrea
 
 
 def gateway_template(status: int | None, error_type: str, message: str | None) -> str:
-    """A gateway response body in both shapes (`systemone_front.gateway_error`, what the local front answers): a
+    """A gateway response body in both shapes (`api_front.gateway_error`, what the local front answers): a
     fixed message, or API Gateway's own."""
     body = gateway_error(status, message if message is not None else API_MESSAGE, error_type).decode()
     return body.replace(json.dumps(API_MESSAGE), API_MESSAGE)
 
 
-class SystemOneApiFront(Construct):
+class HttpsApiFront(Construct):
     """The API, its two functions, its usage plan; `url` is the SDK's `base_url`."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, deployment: Deployment, settings: SystemOneApi,
+    def __init__(self, scope: Construct, construct_id: str, *, deployment: Deployment, settings: HttpsApi,
                  decision: LlamaEndpoint, key: kms.IKey, log_settings: LogSettings, alarm_topic: AlarmTopic) -> None:
         super().__init__(scope, construct_id)
         self.settings = settings
@@ -130,13 +130,13 @@ class SystemOneApiFront(Construct):
         self.key = key
         code = bundled_code(HANDLERS_DIR, BUNDLE)
         self.authorizer_function = self._function(
-            "Authorizer", code=code, handler="systemone_authorizer.handler",
+            "Authorizer", code=code, handler="key_authorizer.handler",
             description="the System One API's key check", timeout_s=AUTHORIZER_TIMEOUT_S,
             environment={"SEMIF_KEYS_PATH": self.keys_path}, log_settings=log_settings)
         self._allow_key_reads(stack)
         timeout_s = settings.integration_timeout_s
         self.forwarder_function = self._function(
-            "Forwarder", code=code, handler="systemone_forwarder.handler",
+            "Forwarder", code=code, handler="endpoint_forwarder.handler",
             description=f"the System One API's calls to {decision.serving_name}", timeout_s=timeout_s,
             environment={"SEMIF_ENDPOINT_NAME": decision.endpoint_name,
                          "SEMIF_INFERENCE_COMPONENT_NAME": decision.component_name or "",
@@ -271,7 +271,7 @@ class SystemOneApiFront(Construct):
                           "integration latency) and the decision endpoint's own metrics already locate a slow call"})
         waf = self.settings.waf
         if waf is None or not waf.enabled:
-            without_waf = ("WAF is off in this environment (systemone_api.waf.enabled): every call still needs a "
+            without_waf = ("WAF is off in this environment (https_api.waf.enabled): every call still needs a "
                            "stored key (the Lambda authorizer) and each key is throttled by the usage plan; turn it "
                            "on for AWS's IP reputation rules and a rate limit per client IP")
             acknowledge(self.stage, {f"{NIST}APIGWAssociatedWithWAF": without_waf, "AwsSolutions-APIG3": without_waf,

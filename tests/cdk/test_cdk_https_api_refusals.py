@@ -1,4 +1,4 @@
-"""A half-configured System One API fails `cdk synth` with the key named and the reason (issue 29)."""
+"""A half-configured HTTPS API fails `cdk synth` with the key named and the reason (issue 29)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from cdk_support import CERTIFICATE_ARN, load, problems
 
-from stacks.config.systemone_api_rules import body_limit, latency_threshold_ms
+from stacks.config.https_api_rules import body_limit, latency_threshold_ms
 
 ELSEWHERE = CERTIFICATE_ARN.replace("us-east-1", "eu-west-1")
 SERVERLESS_DECISION = {"hosting": "serverless", "serverless": {"memory_mb": 2048, "max_concurrency": 2},
@@ -15,8 +15,8 @@ SERVERLESS_DECISION = {"hosting": "serverless", "serverless": {"memory_mb": 2048
 
 
 def refused(env_name: str, api: dict[str, Any], key: str, **changes: Any) -> str:
-    found = problems(env_name, {"systemone_api": api, **changes})
-    full = f"environments.{env_name}.systemone_api.{key}"
+    found = problems(env_name, {"https_api": api, **changes})
+    full = f"environments.{env_name}.https_api.{key}"
     assert full in found, f"expected a problem at {key}, got {found}"
     return found[full]
 
@@ -65,12 +65,17 @@ def test_a_body_limit_above_what_a_serverless_endpoint_takes_names_its_payload_l
 
 
 def test_the_defaults_follow_the_container_and_the_timeout() -> None:
-    dedicated = load("dev", {"systemone_api": {}}).settings
-    serverless = load("dev", {"systemone_api": {"integration_timeout_s": 60},
+    dedicated = load("dev", {"https_api": {}}).settings
+    serverless = load("dev", {"https_api": {"integration_timeout_s": 60},
                               "decision": SERVERLESS_DECISION}).settings
-    tuned = load("dev", {"systemone_api": {}, "decision": {"env": {"SEMIF_MAX_BODY_BYTES": "2097152"}}}).settings
-    assert [body_limit(settings, settings.systemone_api) for settings in (dedicated, serverless, tuned)] == [
+    tuned = load("dev", {"https_api": {}, "decision": {"env": {"SEMIF_MAX_BODY_BYTES": "2097152"}}}).settings
+    assert [body_limit(settings, settings.https_api) for settings in (dedicated, serverless, tuned)] == [
         6 * 2**20, 4 * 2**20, 2 * 2**20]
-    assert latency_threshold_ms(dedicated.systemone_api) == 23_200  # 80% of the default 29 s
-    assert latency_threshold_ms(serverless.systemone_api) == 48_000
-    assert dedicated.systemone_api.throttle.rate_per_s == 10 and dedicated.systemone_api.quota is None
+    assert latency_threshold_ms(dedicated.https_api) == 23_200  # 80% of the default 29 s
+    assert latency_threshold_ms(serverless.https_api) == 48_000
+    assert dedicated.https_api.throttle.rate_per_s == 10 and dedicated.https_api.quota is None
+
+
+def test_the_keys_former_name_is_refused_naming_its_new_one() -> None:
+    found = problems("dev", {"systemone_api": {}})
+    assert any("systemone_api is now https_api" in message for message in found.values()), found
