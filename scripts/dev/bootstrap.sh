@@ -149,9 +149,9 @@ pinned_venv() {
 }
 # checkov: the template scanner of tests/security.
 pinned_venv .venv-checkov requirements-security.txt checkov
-# The sagemaker SDK v3 and the AWS CLI v1: the SDK test, tests/sdk.
+# The sagemaker SDK v3 and the AWS CLI v1: the SDK test, tests/client/test_sagemaker_sdk.py.
 pinned_venv .venv-sagemaker requirements-sagemaker.txt "the sagemaker SDK and the AWS CLI (about 1 GB)"
-# The current openai SDK beside .venv's oldest supported one: the SDK-range test, tests/sdk/test_openai_sdk_range.py.
+# The current openai SDK beside .venv's oldest supported one: the SDK-range test, tests/client/test_openai_sdk_range.py.
 pinned_venv .venv-openai requirements-openai.txt "the current openai SDK"
 # The System One benchmark tools (jevcompat, sys1bench, jevbench; ~370 MB with pandas and scipy): the benchmark, and
 # the test that regenerates the sys1bench labelled set.

@@ -32,7 +32,7 @@ DECLARATION = re.compile(r"LLAMA_API\s+([^;{]*?)\b(llama_\w+)\s*\(([^;{]*?)\)\s*
 DECISION_ENUM = re.compile(r"enum common_decision_type \{(.*?)\};", re.S)
 NEXT_STEPS = ("make bootstrap",
               ".venv/bin/python -m scripts.dev.update_llama_flags --server .venv/bin/llama-server --source VERSION",
-              ".venv/bin/python -m pytest tests/foundation/test_llama_flags.py tests/adapter/test_native_types.py "
+              ".venv/bin/python -m pytest tests/adapter/deploy/test_llama_flags.py tests/adapter/test_native_types.py "
               "tests/adapter/test_native_type_semantics.py tests/adapter/test_native_decisions.py")
 
 

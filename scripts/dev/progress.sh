@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The bootstrap's progress, sourced by scripts/dev/bootstrap.sh (and by tests/foundation/test_bootstrap_progress.py).
+# The bootstrap's progress, sourced by scripts/dev/bootstrap.sh (and by tests/dev/test_bootstrap_progress.py).
 # Each step prints one line when it starts and one when it ends, with its time, or one line saying it is up to date.
 # A step's command writes its whole output to the step's log, $LOG_DIR/SLUG.log, named on the start line; while it
 # runs, one line shows its progress (a CMake build's last `[ NN%]`, else the log's last line): rewritten in place

@@ -1,6 +1,6 @@
 """Regenerate the committed llama-server flag list (names, arity, value types) from the pinned build's `--help`.
 
-Run after changing the llama-cpp-python pin; tests/foundation/test_llama_flags.py fails until the
+Run after changing the llama-cpp-python pin; tests/adapter/deploy/test_llama_flags.py fails until the
 committed list matches the built binary again (and until every refused flag in
 `llama_server_unsafe_flags.json` is still one of its flags).
 """

@@ -8,7 +8,7 @@ by a fixed rule, so that no method can score well by preferring a position: the 
 count N are sorted by kind, then gold id, then file order, and dealt the gold positions 0, 1, ..., N-1, 0, 1, ...
 in that order. So every position gets an equal share (to within one) of the cases with N options, and so does
 every run of one kind and one gold id (a "yes" answer sits first as often as second). The other options fill
-the remaining positions in an order shuffled with a seed derived from the case id. `tests/evaluation` checks that
+the remaining positions in an order shuffled with a seed derived from the case id. `tests/tools/evaluate` checks that
 the committed files are exactly what this script writes. See README.md next to this file.
 """
 

@@ -16,7 +16,7 @@ Choice options are written with the gold option first (a writing convention only
 is assigned as in build_decisions.py (its `gold_positions` and `_arrange`): per option count, the choice
 questions sorted by kind and question, then gold name, then file order, are dealt the gold positions 0, 1, ...,
 N-1, 0, ... in turn, and the other options fill the remaining positions in an order seeded by the case and
-question id. `tests/evaluation` checks that the committed file is exactly what this script writes, and that
+question id. `tests/tools/evaluate` checks that the committed file is exactly what this script writes, and that
 every case is one the evaluator and the endpoint accept. See README.md next to this file.
 """
 

@@ -3,7 +3,7 @@
 The embedded SmolLM2 (llama architecture, ChatML template, 49k BPE vocabulary, Q4_1) and Gemma 3 270M (gemma3,
 no chat template: a base model, 262k SentencePiece vocabulary, K-quants), both installed by the bootstrap and
 never downloaded by a test. A suite runs on every model with `@pytest.mark.parametrize("model", MATRIX)`; the
-facts are checked against each file's header (tests/foundation/test_model_matrix.py), so they cannot go stale.
+facts are checked against each file's header (tests/adapter/test_model_matrix.py), so they cannot go stale.
 """
 
 from __future__ import annotations
