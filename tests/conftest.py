@@ -67,7 +67,7 @@ RUN_FIRST = ("bench/test_bench_quick.py", "bench/test_cold_start.py", "cdk/test_
 # image's SIGTERM-under-load test half, beside `make test`'s other session), so they run last, when that session has
 # most likely finished.
 RUN_LAST = ("adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
-            "bench/test_split_classes.py", "evaluation/test_calibration_roundtrip.py", "image/test_decision_image.py",
+            "evaluation/test_calibration_roundtrip.py", "image/test_decision_image.py",
             "local/test_systemone_front_local.py")
 
 

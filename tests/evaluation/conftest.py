@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from bench.reliability.servers import Server, start_decision
 from evaluation.runs import ADAPTER_ENV, SMALL, EvaluatorRun, calibrate
-from scripts.harness.reliability.servers import Server, start_decision
 
 
 @pytest.fixture(scope="session")

@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.reliability.servers import start_decision
 from evaluation.arithmetic import best_id, expected_calibration_error, softmax
 from evaluation.runs import ADAPTER_ENV, SMALL, EvaluatorRun, small_cases
-from scripts.harness.reliability.servers import start_decision
 from semif_adapter.core.calibration import parse_calibration
 
 
