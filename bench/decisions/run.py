@@ -29,7 +29,7 @@ from bench.decisions.in_process import floor_sets, knob_phase, overhead, probes
 from bench.decisions.methods import method_phase
 from bench.decisions.paired import paired_phase
 from bench.decisions.report import markdown, permute_costs, rows, targets
-from bench.page.benchmarks import refresh as refresh_page
+from bench.page.publish import publish
 from bench.traffic.floor import TrafficFloor
 from bench.traffic.phase import Peers, traffic_phase
 from semif_adapter.engine.embedded_model import embedded_model_path
@@ -104,13 +104,7 @@ def write_outputs(results: dict[str, Any], out: Path) -> None:
     results["rows"] = rows(results)
     results["permute"] = permute_costs(results["rows"])
     results["targets"] = targets(results, results["rows"])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "decisions.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / "decisions.md").write_text(markdown(results))
-    render_chart(results, out / "decisions.png")
-    print(markdown(results))
-    if page := refresh_page(out):  # a run under docs/bench/: docs/benchmarks.md from the newest files
-        print(f"bench: rewrote {page}", file=sys.stderr)
+    publish(results, markdown(results), out, "decisions", render_chart)
 
 
 def bench(args: argparse.Namespace) -> int:

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.native.run import each_type, publish
+from bench.native.run import each_type
+from bench.page.publish import publish
 from scripts.common.command import program_parser
 from scripts.dev.decision_models import decision_model
 from scripts.local.endpoints import start_decision_container

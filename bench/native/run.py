@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from bench.page.benchmarks import refresh as refresh_page
+from bench.page.publish import publish
 from bench.systemone.workload import THROUGHPUT_QUESTIONS, questions_body
 from scripts.common.command import program_parser
 from scripts.common.stats import summarize
@@ -249,8 +249,6 @@ def main(argv: list[str] | None = None) -> int:
     names = list(DECISION_TYPES) if "all" in args.type else args.type
     result = each_type("bench.native", names, lambda name, work: bench_type(name, args, work), argv)
     publish(result, report(result), args.out, "native")
-    if args.out:
-        refresh_page(args.out)  # docs/benchmarks.md, when the run was written under docs/bench/
     return 0
 
 
@@ -262,12 +260,3 @@ def each_type(module: str, names: list[str], run: Callable[[str, Path], dict[str
     command = (f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
     return {"runs": runs, "command": command, "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs",
             "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-
-
-def publish(result: dict[str, Any], text: str, out: Path | None, stem: str) -> None:
-    """The report on stdout, and with `out` the run and its report beside each other (STEM.json, STEM.md)."""
-    print(text)
-    if out:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
-        (out / f"{stem}.md").write_text(text + "\n")

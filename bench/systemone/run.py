@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 from bench.common import servers
 from bench.common.paths import BENCH_DOCS, BUILD
 from bench.common.runs import Phases, commit, cpu_model, load
-from bench.page.benchmarks import refresh as refresh_page
+from bench.page.publish import publish
 from bench.systemone import config as configs
 from bench.systemone.chart import render_chart
 from bench.systemone.floor import RawFloor
@@ -131,14 +130,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def write_outputs(results: dict[str, Any], out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "systemone.json").write_text(json.dumps(results, indent=1) + "\n")
-    report = markdown(results)
-    (out / "systemone.md").write_text(report)
-    render_chart(results, out / "systemone.png")
-    print(report)
-    if page := refresh_page(out):  # a run under docs/bench/: docs/benchmarks.md from the newest files
-        print(f"bench: rewrote {page}", file=sys.stderr)
+    publish(results, markdown(results), out, "systemone", render_chart)
 
 
 def main(argv: list[str] | None = None) -> int:
