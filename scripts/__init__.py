@@ -9,7 +9,6 @@
 - `batch`: a JSON Lines file answered through an endpoint or a Batch Transform job;
 - `demo`: the README's demo (in a clone);
 - `common`: what they share (the command contract, endpoint discovery, polling, the retrying HTTP transport);
-- `harness`: the measuring harness, `bench` and `reliability` (in a clone);
 - `dev`: the repository's own tooling (bootstrap, test command, llama.cpp build, locks), not in the wheel;
 - `payloads`: the smoke tests' default requests.
 """

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from .tools import batch, demo, evaluate, keys, local, package, smoke
 from .tools.common.command import Commands
-from .tools.harness import bench, reliability
 
-# In the order `semif --help` lists them: the product's tools, then the checkout-only ones.
-TOOLS = (package, local, smoke, keys, evaluate, batch, bench, reliability, demo)
+# In the order `semif --help` lists them: the product's tools, then the checkout-only demo. The measuring harness is
+# not a command: it runs from a checkout as `python -m bench.<subject>` (docs/development.md).
+TOOLS = (package, local, smoke, keys, evaluate, batch, demo)
 EPILOG = """\
 `semif COMMAND --help` shows a command's options and examples:
   semif local --port 8080 &

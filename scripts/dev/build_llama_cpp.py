@@ -37,7 +37,7 @@ CMAKE_FLAGS = [
     # Portable x86-64-v3 kernels: the cache may be reused on another machine of the same kind.
     "-DGGML_NATIVE=OFF", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_BMI2=ON",
     # ggml's own thread pool, not OpenMP: with OpenMP every thread that ever decoded keeps a libgomp pool, and once
-    # the pools outnumber the CPUs every llama_decode pays ~16 ms of throttled wake-ups (docs/benchmarks.md).
+    # the pools outnumber the CPUs every llama_decode pays ~16 ms of throttled wake-ups (docs/development.md).
     "-DGGML_OPENMP=OFF",
     "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=ON",
     "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_APP=OFF",

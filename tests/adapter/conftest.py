@@ -10,7 +10,7 @@ import pytest
 from support.adapter_process import AdapterProcess
 from support.models import MATRIX, MatrixModel
 
-from scripts.harness.reliability.bodies import decision
+from bench.reliability.bodies import decision
 from semif_adapter.engine.embedded_model import embedded_model_path
 from semif_adapter.engine.llama_runtime import LlamaRuntime
 from semif_adapter.settings import load_settings

@@ -14,7 +14,7 @@ import httpx
 import jsonschema
 from support.admission import send, wait_admitted
 
-from scripts.harness.reliability.rawhttp import RawResponse, read_response
+from bench.reliability.rawhttp import RawResponse, read_response
 from scripts.local.processes import wait_until
 from semif_adapter.core.lanes import reuse_order
 from semif_adapter.core.metrics import NAMESPACE

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from support.admission import DRAIN_TIMING, send, wait_admitted
 
-from scripts.harness.reliability.rawhttp import RawResponse, read_response
+from bench.reliability.rawhttp import RawResponse, read_response
 from scripts.local.processes import wait_until
 from semif_adapter.engine.embedded_model import embedded_model_path
 from semif_adapter.settings import SAGEMAKER_STOP_SECONDS, load_settings

@@ -11,8 +11,8 @@ import pytest
 from support.adapter_process import AdapterProcess
 from support.openai_adapter import CONVERSATION, MESSAGE_STATE
 
+from bench.native.run import fresh_answer, native_arguments
 from scripts.dev.decision_models import decision_model
-from scripts.harness.bench.native import fresh_answer, native_arguments
 
 pytestmark = pytest.mark.slow
 

@@ -26,9 +26,9 @@ from support.jevcompat_run import KEY, jevcompat
 from support.native_answers import same_answer
 from support.systemone import many_options
 
+from bench.native.run import fresh_answer, native_arguments
+from bench.reliability.rawhttp import read_response
 from scripts.dev.decision_models import decision_model, write_decision_model
-from scripts.harness.bench.native import fresh_answer, native_arguments
-from scripts.harness.reliability.rawhttp import read_response
 from scripts.local.processes import wait_until
 from semif_adapter.core.native_service import CALL_TIMEOUT_SECONDS
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest

@@ -17,9 +17,9 @@ import pytest
 from support.adapter_process import START_TIMEOUT, AdapterProcess
 from support.systemone import many_options
 
+from bench.native.run import fresh_answer, native_arguments
 from scripts.dev.build_llama_cpp import fetch_source
 from scripts.dev.decision_models import decision_model, write_decision_model
-from scripts.harness.bench.native import fresh_answer, native_arguments
 from semif_adapter.core.native_service import OVER_ONE_BATCH, over_the_heads_limit
 from semif_adapter.engine.decision_types import DECISION_TYPES, NEWER_TYPES, PINNED_LLAMA_CPP
 from semif_adapter.engine.embedded_model import embedded_model_path

@@ -21,8 +21,8 @@ from support.adapter_process import AdapterProcess
 from support.native_answers import TOLERANCE, same_answer
 from support.systemone import many_options
 
+from bench.native.run import fresh_answer, native_arguments
 from scripts.dev.decision_models import decision_model
-from scripts.harness.bench.native import fresh_answer, native_arguments
 from semif_adapter.engine.decision_types import DECISION_TYPES
 
 pytestmark = pytest.mark.slow

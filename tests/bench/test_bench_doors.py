@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.harness.bench.doors import as_decisions, report
-from scripts.harness.bench.systemone_workload import questions_body
+from bench.doors.run import as_decisions, report
+from bench.systemone.workload import questions_body
 from semif_adapter.core.question_frames import DEFAULT_FRAMES
 from semif_adapter.doors import openai_contract, openai_schema, systemone_questions, systemone_schema
 
@@ -28,5 +28,5 @@ def test_the_report_says_whether_the_target_was_met():
     rows = [{"questions": k, "rounds": 3, "p50_ms": {"systemone": 100.0, "decisions": 101.0 + k},
              "paired_ratio": ratio, "unpaired_ratio": ratio, "met": ratio <= 1.02}
             for k, ratio in ((1, 1.01), (4, 1.05))]
-    text = report(rows, "python -m scripts.harness.bench.doors")
+    text = report(rows, "python -m bench.doors.run")
     assert "1.010x met" in text and "1.050x MISSED" in text and "3 rounds" in text

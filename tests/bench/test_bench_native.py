@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scripts.harness.bench.native import native_arguments, report
-from scripts.harness.bench.native_conformance import report as conformance_report
+from bench.native.conformance import report as conformance_report
+from bench.native.run import native_arguments, report
 
 
 def test_the_report_says_whether_each_target_was_met_per_type():
@@ -14,10 +14,10 @@ def test_the_report_says_whether_each_target_was_met_per_type():
                         "met": False}],
            "throughput": {"ours": 9.0, "direct": 10.0, "ratio": 0.9, "met": False},
            "cold_start": {"adapter_ping_s": 3.0, "native_start_s": 0.5, "direct_health_s": 0.4}}
-    text = report({"runs": [run], "command": "python -m scripts.harness.bench.native --type clef",
+    text = report({"runs": [run], "command": "python -m bench.native.run --type clef",
                    "machine": "x86_64, 2 CPUs", "measured": "2026-12-05 03:00 UTC"})
     assert "**1.010x** met" in text and "**1.100x** MISSED" in text and "**0.900x** MISSED" in text
-    assert "`--parallel 1`" in text and "python -m scripts.harness.bench.native --type clef" in text
+    assert "`--parallel 1`" in text and "python -m bench.native.run --type clef" in text
     assert "3.00 (0.50) / 0.40" in text
 
 
@@ -30,7 +30,7 @@ def test_the_conformance_report_names_each_check_a_type_did_not_pass_and_why():
     runs = [{"decision_type": "clef", "verdict": "conformant... MUST 32/32, SHOULD 12/13",
              "not_passed": {"semantics.question-order": "moved by 0.375"}},
             {"decision_type": "kev", "verdict": "MUST 33/33, SHOULD 13/13", "not_passed": {}}]
-    text = conformance_report({"runs": runs, "command": "python -m scripts.harness.bench.native_conformance",
+    text = conformance_report({"runs": runs, "command": "python -m bench.native.conformance",
                                "machine": "x86_64, 2 CPUs", "measured": "2026-12-06 05:00 UTC"})
     assert "| `clef` | conformant... MUST 32/32, SHOULD 12/13 | `semantics.question-order`: moved by 0.375 |" in text
     assert "| `kev` | MUST 33/33, SHOULD 13/13 | none |" in text

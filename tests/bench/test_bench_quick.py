@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.harness.bench.http_runs import parse_choice
+from bench.common.http_runs import parse_choice
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench")
     # One thread: nothing of it waits at a barrier for a thread that a busier process holds off its core, so `make
     # test` runs it beside the model tests at the lowest priority (tests/conftest.py: ON_ONE_THREAD).
-    subprocess.run([sys.executable, "-m", "scripts.harness.bench", "--quick", "--threads", "1", "--out", str(out),
+    subprocess.run([sys.executable, "-m", "bench.decisions", "--quick", "--threads", "1", "--out", str(out),
                     "--variant-env", "OMP_WAIT_POLICY=passive"], check=True, timeout=1200, cwd=ROOT)
     return out
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from scripts.harness.bench.report import _cell
-from scripts.harness.bench.systemone_floor import Layout, Piece, RawFloor, reported_layout
-from scripts.harness.bench.systemone_phases import extra_question_cost
-from scripts.harness.bench.systemone_quality import argmax_accuracy, summary_lines
-from scripts.harness.bench.systemone_workload import QUESTION_BANK, option_names, options_body, questions_body
+from bench.common.tables import cell_text
+from bench.quality.run import argmax_accuracy, summary_lines
+from bench.systemone.floor import Layout, Piece, RawFloor, reported_layout
+from bench.systemone.phases import extra_question_cost
+from bench.systemone.workload import QUESTION_BANK, option_names, options_body, questions_body
 from semif_adapter.engine.embedded_model import embedded_model_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def test_summary_prints_the_accuracy_per_type() -> None:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("systemone")
-    subprocess.run([sys.executable, "-m", "scripts.harness.bench.systemone", "--quick", "--mock", "--out", str(out)],
+    subprocess.run([sys.executable, "-m", "bench.systemone", "--quick", "--mock", "--out", str(out)],
                    check=True, timeout=600, cwd=ROOT)
     return out
 
@@ -196,9 +196,9 @@ def test_quick_run_report_shows_what_it_measured(quick_run: Path) -> None:
             cells = [MOCK, value, row["answered"], row["refused"], row["failed"], row["latency_ms"]["p50"],
                      row["latency_ms"]["p95"], row["evaluated_tokens"]["p50"], "usage", row["floor_ms"]["p50"],
                      row["over_floor"]["p50"]]
-            assert "| " + " | ".join(_cell(c) for c in cells) + " |" in report, (phase, key, value)
+            assert "| " + " | ".join(cell_text(c) for c in cells) + " |" in report, (phase, key, value)
     assert "## Questions about a short state the server has just read" in report
-    assert f"| {MOCK} | {_cell(results['throughput']['systems'][MOCK]['decisions_per_s'])} |" in report
+    assert f"| {MOCK} | {cell_text(results['throughput']['systems'][MOCK]['decisions_per_s'])} |" in report
     assert f"| {MOCK} | conformant | " in report
     # a server that does not say what it computed gets no verdict on the cost targets
     assert "not measurable: the server does not report the tokens it computed" in report

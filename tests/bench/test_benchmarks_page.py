@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from scripts.harness.bench import benchmarks_page
-from scripts.harness.bench.report import markdown as decisions_markdown
-from scripts.harness.bench.systemone_report import markdown as systemone_markdown
+from bench.decisions.report import markdown as decisions_markdown
+from bench.page import benchmarks as benchmarks_page
+from bench.systemone.report import markdown as systemone_markdown
 
 BENCH = benchmarks_page.BENCH
 
 
 def test_the_committed_page_is_what_the_run_files_give() -> None:
     assert benchmarks_page.PAGE.read_text() == benchmarks_page.render(), \
-        "docs/benchmarks.md is not current: python -m scripts.harness.bench.benchmarks_page"
+        "docs/benchmarks.md is not current: python -m bench.page"
     assert benchmarks_page.main(["--check"]) == 0
 
 
@@ -44,15 +44,15 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(benchmarks_page, "DOCS", docs)
     monkeypatch.setattr(benchmarks_page, "BENCH", docs / "bench")
     monkeypatch.setattr(benchmarks_page, "PAGE", docs / "benchmarks.md")
-    for name in ("cold_start.json", "model_memory.json", "quantization.json", "split_classes.json"):
-        (docs / "bench").mkdir(parents=True, exist_ok=True)
-        shutil.copy(BENCH / name, docs / "bench" / name)
+    for name in ("cold_start.json", "model_memory.json", "quantization.json"):
+        (docs / "bench" / "sizing").mkdir(parents=True, exist_ok=True)
+        shutil.copy(BENCH / "sizing" / name, docs / "bench" / "sizing" / name)
     return docs / "bench"
 
 
 def test_the_newest_full_run_leads_and_an_older_one_fills_a_phase_it_left_out(bench: Path) -> None:
-    source = BENCH / "decisions-no-openmp" / "decisions.json"
-    full = json.loads((BENCH / "decisions.json").read_text())  # a run with the memory phase
+    source = BENCH / "decisions" / "decisions.json"
+    full = json.loads((BENCH / "decisions" / "memory-and-settings" / "decisions.json").read_text())  # memory measured
     _copy_run(source, bench / "old" / "decisions.json", "2030-01-01 00:00:00 UTC", memory=full["memory"],
               targets=full["targets"])
     _copy_run(source, bench / "new" / "decisions.json", "2030-02-01 00:00:00 UTC")
@@ -68,7 +68,7 @@ def test_the_newest_full_run_leads_and_an_older_one_fills_a_phase_it_left_out(be
 
 
 def test_a_run_that_met_fewer_targets_says_so(bench: Path) -> None:
-    source = BENCH / "decisions-no-openmp" / "decisions.json"
+    source = BENCH / "decisions" / "decisions.json"
     results = json.loads(source.read_text())
     results["targets"] = [{**target, "met": False} for target in results["targets"]]
     _copy_run(source, bench / "decisions.json", "2030-01-01 00:00:00 UTC", targets=results["targets"])
@@ -77,9 +77,9 @@ def test_a_run_that_met_fewer_targets_says_so(bench: Path) -> None:
 
 
 def test_a_system_one_run_without_peers_takes_them_from_the_latest_run_with_them(bench: Path) -> None:
-    _copy_run(BENCH / "systemone-no-openmp" / "systemone.json", bench / "alone" / "systemone.json",
+    _copy_run(BENCH / "systemone" / "systemone.json", bench / "alone" / "systemone.json",
               "2030-02-01 00:00:00 UTC")
-    _copy_run(BENCH / "systemone-2026-12-03" / "rows" / "systemone.json", bench / "peers" / "systemone.json",
+    _copy_run(BENCH / "systemone" / "peers" / "systemone.json", bench / "peers" / "systemone.json",
               "2030-01-01 00:00:00 UTC")
     page = benchmarks_page.render(bench)
     assert "### Beside the other servers: the latest run with them" in page
@@ -88,7 +88,7 @@ def test_a_system_one_run_without_peers_takes_them_from_the_latest_run_with_them
 
 
 def test_a_run_is_reported_only_when_it_wrote_under_docs_bench(bench: Path, tmp_path: Path) -> None:
-    _copy_run(BENCH / "systemone-no-openmp" / "systemone.json", bench / "run" / "systemone.json",
+    _copy_run(BENCH / "systemone" / "systemone.json", bench / "run" / "systemone.json",
               "2030-02-01 00:00:00 UTC")
     assert benchmarks_page.refresh(tmp_path / "elsewhere") is None
     assert not (bench.parent / "benchmarks.md").exists()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.harness.bench import cold_start
+from bench.sizing import cold_start
 
 pytestmark = pytest.mark.slow
 

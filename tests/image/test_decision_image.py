@@ -22,8 +22,8 @@ from decision_container import PODMAN, BuiltImage, Serving, inspect, ulimits
 from standin_dlc import LLAMA_DIR
 from support.admission import DRAIN_TIMING, wait_admitted
 
-from scripts.harness.reliability.bodies import STATES, decision
-from scripts.harness.reliability.rawhttp import connect, read_response, request_head
+from bench.reliability.bodies import STATES, decision
+from bench.reliability.rawhttp import connect, read_response, request_head
 from semif_adapter.settings import SAGEMAKER_STOP_SECONDS
 
 SITE = "/opt/semif/lib/python3.11/site-packages"

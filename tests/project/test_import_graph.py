@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = {"stacks": ROOT / "stacks", "scripts": ROOT / "scripts",
+PACKAGES = {"stacks": ROOT / "stacks", "scripts": ROOT / "scripts", "bench": ROOT / "bench",
             "semif_adapter": ROOT / "container" / "semif_adapter",
             "semif_decision_client": ROOT / "clients" / "python" / "semif_decision_client"}
 MAX_LINES = 450

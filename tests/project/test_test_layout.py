@@ -19,8 +19,8 @@ MIRRORS = {
     "tools": "scripts",  # the `semif` tools
     "dev": "scripts/dev",  # the bootstrap, the pins, the test models
     "client": "clients/python/semif_decision_client",  # the decision client and the SDKs on it
-    "bench": "scripts/harness/bench",  # each benchmark in its quick form
-    "reliability": "scripts/harness/reliability",  # the reliability probes against the adapter
+    "bench": "bench",  # each benchmark in its quick form
+    "reliability": "bench/reliability",  # the reliability probes against the adapter
     "docs": "docs",  # the docs' links and figures
     "project": ".",  # rules over the whole repository: the import graph, the wheel, the CI workflow, this file
 }

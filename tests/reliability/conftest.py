@@ -1,4 +1,4 @@
-"""The real servers for the reliability tests, started as the local endpoints start them (scripts.harness.reliability).
+"""The real servers for the reliability tests, started as the local endpoints start them (bench.reliability).
 
 One decision adapter serves the whole session. Its queue admits 8 instead of 32,
 so the disconnect test proves "no slot leaked" with a burst of 8 decisions
@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scripts.harness.reliability.bodies import REQUEST_TIMEOUT_S, post_json
-from scripts.harness.reliability.servers import Server, start_decision
+from bench.reliability.bodies import REQUEST_TIMEOUT_S, post_json
+from bench.reliability.servers import Server, start_decision
 
 QUEUE_SIZE = 8
 BODY_TIMEOUT_SECONDS = 9

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.harness.reliability.chat import chat_crash_probe, chat_hostile, chat_load
-from scripts.harness.reliability.servers import Server, start_chat
+from bench.reliability.chat import chat_crash_probe, chat_hostile, chat_load
+from bench.reliability.servers import Server, start_chat
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.harness.reliability.faults import make_fault, run_fault, sigterm_under_load
+from bench.reliability.faults import make_fault, run_fault, sigterm_under_load
 
 pytestmark = pytest.mark.slow
 

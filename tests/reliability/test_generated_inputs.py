@@ -8,11 +8,11 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from scripts.harness.reliability.decisions_properties import check_decisions_http
-from scripts.harness.reliability.fuzz import run_openapi_fuzz
-from scripts.harness.reliability.openapi import decision_openapi
-from scripts.harness.reliability.properties import check_http, check_validation
-from scripts.harness.reliability.servers import Server
+from bench.reliability.decisions_properties import check_decisions_http
+from bench.reliability.fuzz import run_openapi_fuzz
+from bench.reliability.openapi import decision_openapi
+from bench.reliability.properties import check_http, check_validation
+from bench.reliability.servers import Server
 from semif_adapter.doors.request_schema import DecisionRequest
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.harness.reliability.disconnect import run_disconnects
-from scripts.harness.reliability.hostile import catalog, huge_input_memory, run_catalog, run_raw_cases
-from scripts.harness.reliability.servers import Server
+from bench.reliability.disconnect import run_disconnects
+from bench.reliability.hostile import catalog, huge_input_memory, run_catalog, run_raw_cases
+from bench.reliability.servers import Server
 
 pytestmark = pytest.mark.slow
 CATEGORIES = sorted({case.category for case in catalog()})

@@ -1,14 +1,14 @@
 """Load on the decision endpoint, short: every request answered, no 5xx, no memory growth, slow senders harmless.
 
-The report runs the same driver for 60 s with 16 clients (`semif reliability`).
+The report runs the same driver for 60 s with 16 clients (`python -m bench.reliability`).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from scripts.harness.reliability.load import LoadConfig, run_load
-from scripts.harness.reliability.servers import Server
+from bench.reliability.load import LoadConfig, run_load
+from bench.reliability.servers import Server
 
 pytestmark = pytest.mark.slow
 

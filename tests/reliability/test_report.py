@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts.harness.reliability.report import render_markdown
+from bench.reliability.report import render_markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reliability"
 
@@ -13,7 +13,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "reliability"
 def test_committed_markdown_is_the_rendering_of_the_committed_json() -> None:
     report = json.loads((DOCS / "report.json").read_text())
     assert (DOCS / "report.md").read_text() == render_markdown(report), \
-        "regenerate with: semif reliability"
+        "regenerate with: python -m bench.reliability"
 
 
 def test_report_holds_the_required_figures() -> None:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from scripts.harness.reliability.rawhttp import connect
+from bench.reliability.rawhttp import connect
 
 BARRIER_PINGS = 3
 PING_TIMEOUT_S = 10.0  # a barrier, not the 2-s ping contract (test_contract checks that one)

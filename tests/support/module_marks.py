@@ -32,10 +32,10 @@ RUN_FIRST = ("bench/test_bench_quick.py", "bench/test_cold_start.py", "cdk/artif
              "reliability/test_chat_front.py", "reliability/test_faults.py", "reliability/test_generated_inputs.py",
              "reliability/test_hostile_inputs.py", "reliability/test_load.py", "client/test_sagemaker_sdk.py")
 # Decoding most of their time, in process or in the server they wait on: what loses most beside other work on the
-# machine (memory traffic as much as CPU: the engine-cache tests a third of their speed, the split-class test and the
+# machine (memory traffic as much as CPU: the engine-cache tests a third of their speed, the
 # image's SIGTERM-under-load test half, beside `make test`'s other session), so they run last, when that session has
 # most likely finished.
 RUN_LAST = ("adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
-            "bench/test_split_classes.py", "tools/evaluate/test_calibration_roundtrip.py",
+            "tools/evaluate/test_calibration_roundtrip.py",
             "image/test_decision_image.py", "tools/local/test_api_front_local.py")
 MODULE_LISTS = (SLOW_MODULES, SLOW_WITHOUT_MODEL, ON_ONE_THREAD, RUN_FIRST, RUN_LAST)  # each path a test module

@@ -47,9 +47,9 @@ SEPARATOR_TOKEN_KEY = "tokenizer.ggml.seperator_token_id"  # llama.cpp's spellin
 VOCABULARY_KEY = "tokenizer.ggml.tokens"
 KV_CACHE_ELEMENT_BYTES = 2  # f16 K and V: llama.cpp's default cache types (the adapter does not change them)
 
-# ggml `enum ggml_type` -> (elements per block, bytes per block), from the pinned llama.cpp's ggml.c type
-# traits (tests/adapter/engine/test_gguf_header.py compares it with the `gguf` package's GGML_QUANT_SIZES). A type missing here (one
-# newer than the pin) leaves the data size unknown, and the completeness check is skipped, not failed.
+# ggml `enum ggml_type` -> (elements per block, bytes per block), from the pinned llama.cpp's ggml.c type traits
+# (tests/adapter/engine/test_gguf_header.py compares it with the `gguf` package's GGML_QUANT_SIZES). A type missing
+# here (one newer than the pin) leaves the data size unknown, and the completeness check is skipped, not failed.
 GGML_BLOCKS: dict[int, tuple[int, int]] = {
     0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 9: (32, 40),
     10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 15: (256, 292),

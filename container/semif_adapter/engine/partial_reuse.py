@@ -6,8 +6,9 @@ of its slot and evaluates only the rest. Doing the same is bit-identical only wh
 computed the way the uncached evaluation computes them, and llama.cpp's CPU kernels choose their way by the size
 of the ubatch a token is decoded in: flash attention runs a tiled kernel for ubatches of `TILE` (64,
 `GGML_FA_TILE_Q`) tokens or more and a row-by-row one below that, and a one-token ubatch takes other paths.
-Measured on the embedded model (`scripts/harness/bench/split_classes.py`): every split of a prompt into two tiled parts
-gave the whole decode's logits bytes; every split with a shorter part moved logits, by up to 0.86.
+Measured on the embedded model (every two-part split of a 177-token prompt; the measuring program is removed, see git
+history and docs/decision-api.md): every split into two tiled parts gave the whole decode's logits bytes; every split
+with a shorter part moved logits, by up to 0.86.
 
 The uncached evaluation decodes a state in one call, so its ubatches lie on a grid of `ubatch` tokens from the
 state's first token. A kept opening is safe when each of its ubatches was computed (in the request that left it,

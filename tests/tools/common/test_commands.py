@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[3]
 def test_every_subcommand_has_its_help_and_examples(capsys: pytest.CaptureFixture[str]) -> None:
     commands = cli.commands()
     assert list(commands.owners) == ["package", "check", "local", "smoke", "keys", "evaluate", "calibrate", "batch",
-                                     "bench", "reliability", "demo"]
+                                     "demo"]
     for name in commands.owners:
         with pytest.raises(SystemExit) as stopped:
             commands.main([name, "--help"])
@@ -31,7 +31,7 @@ def test_every_subcommand_has_its_help_and_examples(capsys: pytest.CaptureFixtur
         assert f"semif {name} " in shown.split("examples:")[1], name
 
 
-@pytest.mark.parametrize("name", ["smoke", "evaluate", "harness.bench"])
+@pytest.mark.parametrize("name", ["smoke", "evaluate", "demo"])
 def test_python_m_is_the_same_parser_as_semif(name: str) -> None:
     command = name.rpartition(".")[2]
     semif = subprocess.run([str(Path(sys.executable).with_name("semif")), command, "--help"], capture_output=True,

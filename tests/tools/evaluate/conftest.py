@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from scripts.harness.reliability.servers import Server, start_decision
+from bench.reliability.servers import Server, start_decision
 from tools.evaluate.runs import ADAPTER_ENV, SMALL, EvaluatorRun, calibrate
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scripts.harness.reliability.servers import start_decision
+from bench.reliability.servers import start_decision
 from semif_adapter.core.calibration import parse_calibration
 from tools.evaluate.arithmetic import best_id, expected_calibration_error, softmax
 from tools.evaluate.runs import ADAPTER_ENV, SMALL, EvaluatorRun, small_cases

@@ -1,0 +1,1 @@
+"""docs/benchmarks.md, generated from the run files under docs/bench/ (`python -m bench.page`)."""
