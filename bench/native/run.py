@@ -107,7 +107,9 @@ class DirectServer:
 
     def ask_fresh(self, body: dict[str, Any]) -> httpx.Response:
         """The request on an erased slot, as the adapter asks it (one slot: the adapter's default)."""
-        self.client.post("/slots/0?action=erase", json={})
+        erased = self.client.post("/slots/0?action=erase", json={})
+        if erased.status_code != 200:
+            raise RuntimeError(f"the direct llama-server did not erase its slot: {erased.status_code} {erased.text}")
         return self.ask(body)
 
     def stop(self) -> None:

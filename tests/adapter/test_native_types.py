@@ -2,9 +2,11 @@
 
 The test models are the embedded SmolLM2 GGUF with each type's metadata (scripts/dev/decision_models.py: weights
 untouched, never trained for it, so their answers test plumbing, not quality). The reference of every answer is
-llama-server b11434 started with the adapter's own arguments (from its log) and asked the same request as its first
-(`fresh_answer`: a new server per reference). Tolerance: probabilities exactly (floats relayed, never recomputed);
-what a door derives from them (confidence, a score's expectation) within 1e-12. Each adapter is asked other requests
+llama-server b11434 started with the adapter's own arguments (from its log), one per type, whose slot is erased
+before each reference request: an erased slot answers as a new server's first request does, to the bit, which
+`test_an_erased_slot_answers_what_a_new_server_answers_first` holds per type against a server started for it.
+Tolerance: probabilities exactly (floats relayed, never recomputed); what a door derives from them (confidence, a
+score's expectation) within 1e-12. Each adapter is asked other requests
 before, between and after, and the same request twice in a row: its answers do not move.
 """
 
@@ -21,7 +23,7 @@ from support.adapter_process import AdapterProcess
 from support.native_answers import TOLERANCE, same_answer
 from support.systemone import many_options
 
-from bench.native.run import fresh_answer, native_arguments
+from bench.native.run import DirectServer, fresh_answer, native_arguments
 from scripts.dev.decision_models import decision_model
 from semif_adapter.engine.decision_types import DECISION_TYPES
 
@@ -70,12 +72,13 @@ class Served:
     adapter: AdapterProcess
     client: httpx.Client
     arguments: list[str]
+    reference: DirectServer
     references: dict[str, dict[str, Any]]
 
     def fresh(self, key: str, body: dict[str, Any]) -> dict[str, Any]:
-        """A fresh llama-server's answer to `body` (once per body and type)."""
+        """llama-server's answer to `body` on an erased slot, a new server's first answer (once per body and type)."""
         if key not in self.references:
-            answered = fresh_answer(self.arguments, body)
+            answered = self.reference.ask_fresh(body)
             assert answered.status_code == 200, answered.text
             self.references[key] = answered.json()
         return self.references[key]
@@ -93,8 +96,13 @@ def served(request: pytest.FixtureRequest) -> Iterator[Served]:
     adapter = AdapterProcess(adapter_env(request.param))
     try:
         adapter.wait_ready()
-        with httpx.Client(base_url=adapter.url, timeout=120) as client:
-            yield Served(request.param, adapter, client, native_arguments(adapter.logs())["arguments"], {})
+        arguments = native_arguments(adapter.logs())["arguments"]
+        reference = DirectServer(arguments)
+        try:
+            with httpx.Client(base_url=adapter.url, timeout=120) as client:
+                yield Served(request.param, adapter, client, arguments, reference, {})
+        finally:
+            reference.stop()
     finally:
         adapter.stop()
 
@@ -107,6 +115,17 @@ def same_answers(ours: dict[str, Any], theirs: dict[str, Any], asked: dict[str, 
         if question["type"] == "choice":  # and of options, whatever order the head read them in
             assert list(ours["answers"][name]["probabilities"]) == list(question["criteria"])
     assert ours["usage"] == theirs["usage"]
+
+
+def test_an_erased_slot_answers_what_a_new_server_answers_first(served: Served) -> None:
+    """The reference's own premise, per type: after other requests, an erased slot gives a new llama-server's first
+    answer to the same request, to the bit (the adapter asks every request so, `NativeServer.ask_fresh`)."""
+    body = systemone(THREE, STRUCTURED)
+    served.fresh("alone", systemone({"angry": ANGRY}, STRUCTURED))  # the reference has answered before
+    erased = served.reference.ask_fresh(body)
+    new = fresh_answer(served.arguments, body)
+    assert erased.status_code == new.status_code == 200, (erased.text, new.text)
+    assert erased.json() == new.json()
 
 
 def test_system_one_answers_what_a_fresh_server_answers_whatever_came_before(served: Served) -> None:
