@@ -8,9 +8,9 @@ from concurrent.futures import Future
 from typing import Protocol
 
 from ..settings import Settings
+from .decided import Decided
 from .identity import ModelIdentity
 from .question import Question
-from .service import Decided
 
 
 class Decider(Protocol):

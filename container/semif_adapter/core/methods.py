@@ -90,7 +90,7 @@ class PromptId:
     """Which prompt produced a score: small enough to keep with cached results (the plan holds the state)."""
 
     version: str
-    sha256: str
+    sha256: str | None  # None: the prompt's text is not ours to hash
 
     @classmethod
     def of(cls, plan: PromptPlan) -> PromptId:

@@ -13,6 +13,7 @@ client's mistake, anything else a 503 the client may retry; never a 5xx for a ba
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import re
@@ -30,16 +31,18 @@ from ..engine.integrity import digest
 from ..engine.laya_cut import HeadLength, LayaCut
 from ..engine.llama_runtime import ModelFacts, RuntimeStartError
 from ..engine.native_server import NativeReply, NativeServer, NativeServerOptions, NativeUnavailableError
-from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ServiceError, ShuttingDownError
+from ..errors import NotReadyError, PromptTooLongError, RequestError, ServiceError, ShuttingDownError
 from ..settings import DEFAULT_MAX_CONTEXT, FlashAttention, Settings
+from .admission import Admission
+from .decided import Decided, Timing, Tokens
 from .identity import ModelIdentity
-from .methods import Effort, MethodScores, PromptId
+from .methods import PromptId
 from .question import Question, canonical_state
 from .scoring import INPUT_TRUNCATED, Scores, softmax
-from .service import Decided, Timing
 
 LOG = logging.getLogger("semif_adapter")
 CALL_TIMEOUT_SECONDS = 60.0  # SageMaker's own invocation timeout: no request waits on the native server longer
+NATIVE_SOURCE = "native"  # `Tokens.source`: llama-server evaluated the prompt
 SMALLEST_PROBABILITY = 1e-300  # log(0) has no JSON; a probability this small reads as its log's floor
 WARMUP_REQUEST = {"state": "The adapter is starting.", "questions": {
     "ready": {"type": "noul", "instructions": "Is the adapter ready?"}}}
@@ -64,10 +67,11 @@ class NativeDecisionService:
         self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="native-load")
         # Calls wait on the server, not on a CPU: enough threads that the server's own slots are never starved.
         self._calls = ThreadPoolExecutor(max_workers=max(4, 4 * self.workers), thread_name_prefix="native-call")
-        self._admitted = 0
-        self._draining = False
         self._loaded = False
-        self._waiting: set[asyncio.Future[Any]] = set()
+        self.admission = Admission(settings.queue_size, settings.drain_seconds, self._unready)
+        template = info.systemone_template
+        # The prompt is the file's own systemone template, filled by llama-server: that template is what we know.
+        self.prompt = PromptId(self.scoring, hashlib.sha256(template.encode()).hexdigest() if template else None)
         self._identity: ModelIdentity | None = None
         self._cut: LayaCut | None = None  # laya: which questions its head reads cut
         self.server: NativeServer | None = None
@@ -152,15 +156,11 @@ class NativeDecisionService:
             self.on_failed(reason)
 
     def stop_admitting(self) -> None:
-        self._draining = True
+        self.admission.stop_admitting()
 
     def drain(self) -> None:
-        self.stop_admitting()
-        asyncio.get_running_loop().call_later(self.settings.drain_seconds, self._hand_back)
-
-    def _hand_back(self) -> None:
-        for waiter in list(self._waiting):
-            waiter.cancel()
+        """At the deadline the requests stop waiting (`Admission`); llama-server finishes its call unheard."""
+        self.admission.drain(lambda: None)
 
     def close(self) -> None:
         self._loaded = False
@@ -170,20 +170,16 @@ class NativeDecisionService:
         self._calls.shutdown(wait=False, cancel_futures=True)
 
     # -- decisions ----------------------------------------------------------------------------------------------
-    def _admit(self, count: int) -> None:
-        if self._draining:
-            raise ShuttingDownError
-        if not self.ready:
-            raise EngineUnavailableError("the native decision engine is not answering; retry") if self._loaded \
-                else NotReadyError()
-        if self._admitted and self._admitted + count > self.settings.queue_size:
-            raise QueueFullError(f"{self.settings.queue_size} decisions are already admitted; retry")
-        self._admitted += count
+    def _unready(self) -> ServiceError | None:
+        if self.ready:
+            return None
+        return EngineUnavailableError("the native decision engine is not answering; retry") if self._loaded \
+            else NotReadyError()
 
     async def decide_all(self, questions: Sequence[Question]) -> list[Decided | BaseException]:
         """One native request per state (a request's questions share one), answers in input order."""
         admitted_at = time.perf_counter()
-        self._admit(len(questions))
+        self.admission.admit(len(questions))
         try:
             answers: list[Decided | BaseException | None] = [None] * len(questions)
             for indexes in _by_state(questions):
@@ -192,7 +188,7 @@ class NativeDecisionService:
                     answers[index] = answer
             return [a for a in answers if a is not None]
         finally:
-            self._admitted -= len(questions)
+            self.admission.release(len(questions))
 
     async def _ask(self, group: list[Question], admitted_at: float) -> list[Decided | BaseException]:
         names = _unique_names(group)
@@ -204,18 +200,16 @@ class NativeDecisionService:
         server = self.server
         assert server is not None
         call = asyncio.wrap_future(self._calls.submit(self._call, server, body))
-        self._waiting.add(call)
         try:
-            reply, lengths = await call
+            with self.admission.waiting_on([call]):
+                reply, lengths = await call
         except asyncio.CancelledError:
-            if self._draining:
+            if self.admission.draining:
                 return [ShuttingDownError() for _ in group]
             raise
         except NativeUnavailableError as error:
             LOG.warning("native decision call failed: %s", error)
             return [EngineUnavailableError("the native decision engine did not answer; retry") for _ in group]
-        finally:
-            self._waiting.discard(call)
         if reply.status != 200:
             over = over_the_heads_limit(reply)
             if over is not None:  # the head's own limit, lower than the type's (lev's codes that are single tokens)
@@ -229,14 +223,14 @@ class NativeDecisionService:
         shares = _shares(input_tokens, len(group))
         cut = _cut_questions(lengths, input_tokens, len(group))
         finished = time.perf_counter()
-        timing = Timing(queue_ms=0.0, total_ms=(finished - admitted_at) * 1000)
+        timing = Timing(total_ms=(finished - admitted_at) * 1000, forward_ms=reply.elapsed_ms)
         decided: list[Decided | BaseException] = []
         for name, question, tokens, was_cut in zip(names, group, shares, cut, strict=True):
             probabilities = _probabilities(question, answers.get(name))
             if probabilities is None:
                 decided.append(EngineUnavailableError("the native decision engine gave no answer to a question; retry"))
                 continue
-            decided.append(self._decided(question, probabilities, tokens, reply.elapsed_ms, timing,
+            decided.append(self._decided(question, probabilities, tokens, timing,
                                          warnings=[INPUT_TRUNCATED] if was_cut else []))
         return decided
 
@@ -270,18 +264,16 @@ class NativeDecisionService:
         return RequestError("too_many_options", f"{count} options, more than the {limit} a '{self.decision.name}' "
                             "decision model can tell apart", f"decision.options[{limit}]")
 
-    def _decided(self, question: Question, probabilities: list[float], tokens: int, forward_ms: float,
-                 timing: Timing, *, warnings: list[str]) -> Decided:
+    def _decided(self, question: Question, probabilities: list[float], tokens: int, timing: Timing, *,
+                 warnings: list[str]) -> Decided:
+        """What llama-server measured: its share of the request's tokens, every one evaluated on erased slots, and
+        the call's time; no queue, tokenization, restore or shared opening of its own (absent, not zero)."""
         logits = np.log(np.maximum(np.asarray(probabilities, dtype=np.float64), SMALLEST_PROBABILITY))
         if question.temperature != 1.0:  # the caller's own temperature, on top of the head's
             probabilities = softmax(logits / question.temperature).tolist()
-        effort = Effort(prompt_tokens=tokens, evaluated_tokens=tokens, cached_tokens=0, cache_source="native",
-                        tokenize_ms=0.0, restore_ms=0.0, forward_ms=forward_ms, prefix_tokens=0, read_tokens=tokens,
-                        output_rows=len(probabilities))
-        raw = MethodScores(option_logits=logits, orders=(), allowed_token_mass=None,
-                           prompt=PromptId(self.scoring, "systemone-template"), effort=effort)
-        return Decided(question=question, raw=raw, scores=Scores(logits.tolist(), probabilities, warnings, None),
-                       timing=timing, scored_by=self.scoring)
+        counted = Tokens(prompt=tokens, evaluated=tokens, cached=0, read=tokens, source=NATIVE_SOURCE)
+        return Decided(question=question, scores=Scores(logits.tolist(), probabilities, warnings, None),
+                       method=self.scoring, prompt=self.prompt, timing=timing, tokens=counted)
 
 
 def _by_state(questions: Sequence[Question]) -> list[list[int]]:

@@ -1,13 +1,11 @@
-"""Owns the model and the decision workers, one context each; admits work boundedly, batches included.
+"""Our engine's decision service: owns the model and the decision workers, one context each.
 
 llama.cpp contexts are not thread-safe, so each decision worker owns a context of its own on the one model
 (`SEMIF_WORKERS`, 2 on a CPU): two decisions at once on one thread each outrun one decision at a time on both
 cores, and a lone decision still gets every core (`core_share`). The workers share the host prefix cache, the
 result cache and pmi's baselines; a decision's numbers do not depend on which worker ran it, nor on what ran
-beside it (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Admission
-counts decisions, not requests: a batch of N lines takes N places of `queue_size` (a batch larger than the whole
-queue is admitted only when nothing else is), and beyond that work is refused at once with 503 + Retry-After
-instead of timing out. A batch runs in an order that maximises prefix reuse (grouped by state, then criterion);
+beside it (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Work is admitted by the
+bounded queue both services hold (`admission.Admission`). A batch runs in an order that maximises prefix reuse (grouped by state, then criterion);
 its answers are returned in input order, each exactly what the decision alone would have been given.
 """
 
@@ -22,7 +20,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..engine.batch_decoder import DecodeAbortedError
@@ -31,9 +29,11 @@ from ..engine.kv_engine import DecisionEngine, worker_engines
 from ..engine.llama_runtime import LlamaRuntime
 from ..engine.prefix_cache import PrefixCache, default_budget
 from ..engine.tokens import PromptTokenizer, check_exact
-from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ShuttingDownError
+from ..errors import NotReadyError, PromptTooLongError, RequestError, ServiceError, ShuttingDownError
 from ..settings import Settings
+from .admission import Admission
 from .conversation import Conversation, plain_transcript, turns
+from .decided import RESULT_SOURCE, Decided, Timing, Tokens
 from .identity import ModelIdentity
 from .lanes import request_lanes
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
@@ -53,73 +53,6 @@ EXACTNESS_PROBES: tuple[object, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Timing:
-    queue_ms: float
-    total_ms: float
-    source: str | None = None  # "result": the whole answer came from the result cache
-
-
-@dataclass(frozen=True)
-class Decided:
-    """One question's answer (raw scores, probabilities, timing), for a contract to render, and the facts the
-    access log and the metrics report about it."""
-
-    question: Question
-    raw: MethodScores
-    scores: Scores
-    timing: Timing
-    scored_by: str | None = None  # the native engine ("native:openjev"); None: the question's own method
-
-    @property
-    def method(self) -> str:
-        return self.scored_by or self.question.method.value
-
-    @property
-    def from_results(self) -> bool:
-        return self.timing.source == "result"
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self.raw.effort.prompt_tokens
-
-    @property
-    def evaluated_tokens(self) -> int:
-        return 0 if self.from_results else self.raw.effort.evaluated_tokens
-
-    @property
-    def cached_tokens(self) -> int:
-        return self.raw.effort.prompt_tokens if self.from_results else self.raw.effort.cached_tokens
-
-    @property
-    def cache_source(self) -> str:
-        return self.timing.source or self.raw.effort.cache_source
-
-    @property
-    def queue_ms(self) -> float:
-        return self.timing.queue_ms
-
-    @property
-    def forward_ms(self) -> float:
-        return 0.0 if self.from_results else self.raw.effort.forward_ms
-
-    @property
-    def total_ms(self) -> float:
-        return self.timing.total_ms
-
-    @property
-    def top_probability(self) -> float:
-        return max(self.scores.probabilities)
-
-    @property
-    def allowed_token_mass(self) -> float | None:
-        return self.raw.allowed_token_mass
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        return tuple(self.scores.warnings)
-
-
 class DecisionService:
     def __init__(self, settings: Settings, model_path: Path) -> None:
         self.settings = settings
@@ -127,12 +60,10 @@ class DecisionService:
         self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-load")
         self._executor: ThreadPoolExecutor | None = None  # one thread per worker, once the model is loaded
         self._idle: queue.SimpleQueue[Work] = queue.SimpleQueue()  # each worker's engine, while it is free
-        self._admitted = 0
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards `_pending`
         self._ready = threading.Event()
-        self._draining = False
+        self.admission = Admission(settings.queue_size, settings.drain_seconds, self._unready)
         self._pending: set[Future[Decided]] = set()
-        self._waiting: set[asyncio.Future[Decided]] = set()  # what requests await; cancelled at the deadline
         self._runtime: LlamaRuntime | None = None
         self._engines: list[DecisionEngine] = []
         self.workers = 0
@@ -220,14 +151,8 @@ class DecisionService:
                                                     "probe_ms": round((time.perf_counter() - started) * 1000, 1)}})
 
     # -- admission -------------------------------------------------------------------------------------
-    def _admit(self, count: int) -> None:
-        if self._draining:
-            raise ShuttingDownError
-        if not self.ready:
-            raise NotReadyError
-        if self._admitted and self._admitted + count > self.settings.queue_size:
-            raise QueueFullError(f"{self.settings.queue_size} decisions are already admitted; retry")
-        self._admitted += count
+    def _unready(self) -> ServiceError | None:
+        return None if self.ready else NotReadyError()
 
     async def decide(self, question: Question) -> Decided:
         answer = (await self.decide_all([question]))[0]
@@ -242,8 +167,8 @@ class DecisionService:
         """Every question's answer (or its error) in input order; run in the order that reuses most."""
         admitted_at = time.perf_counter()
         questions = self._readable(questions)
+        self.admission.admit(len(questions))
         with self._lock:
-            self._admit(len(questions))
             jobs: dict[int, Future[Decided]] = {}
             assert self._executor is not None  # ready
             for lane in request_lanes(questions, self.workers):
@@ -253,19 +178,18 @@ class DecisionService:
                     job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
                 self._executor.submit(self._run_lane, deque((questions[i], jobs[i]) for i in lane), admitted_at)
         waiting = [asyncio.wrap_future(jobs[i]) for i in range(len(questions))]
-        self._waiting.update(waiting)
         try:
-            done = await asyncio.gather(*waiting, return_exceptions=True)
+            with self.admission.waiting_on(waiting):
+                done = await asyncio.gather(*waiting, return_exceptions=True)
         except asyncio.CancelledError:  # the client left: queued work nobody waits for is never run
             for job in jobs.values():
                 job.cancel()
             raise
         finally:
-            self._waiting.difference_update(waiting)
             # A job holds its exception, whose traceback holds this frame: a cycle that kept a refused
             # request's input (up to 6 MB, far more as tokens) in memory until the cyclic GC happened to run.
             del jobs, waiting
-        return [self._handed_back(answer) for answer in done]
+        return [self._for_caller(answer) for answer in done]
 
     def _readable(self, questions: Sequence[Question]) -> list[Question]:
         """A conversation state as the text the engine's prompt holds (once per state): its turns as the model's
@@ -285,8 +209,9 @@ class DecisionService:
             out.append(replace(asked, state=rendered[id(state)]))
         return out
 
-    def _handed_back(self, answer: Decided | BaseException) -> Decided | BaseException:
-        if isinstance(answer, DecodeAbortedError | asyncio.CancelledError) and self._draining:
+    def _for_caller(self, answer: Decided | BaseException) -> Decided | BaseException:
+        """An answer as its request gets it: work stopped by the drain deadline is `shutting_down`."""
+        if isinstance(answer, DecodeAbortedError | asyncio.CancelledError) and self.admission.draining:
             return ShuttingDownError()
         if isinstance(answer, PromptTooLongError | RequestError):
             # A caller's mistake needs no traceback, and its frames hold the refused input (a 6 MB state, its
@@ -295,13 +220,13 @@ class DecisionService:
         return answer
 
     def _release(self, job: Future[Decided]) -> None:
+        self.admission.release()
         with self._lock:
-            self._admitted -= 1
             self._pending.discard(job)
 
     def stop_admitting(self) -> None:
         """Refuse new decisions from now on; safe to call from a signal handler (it only sets a flag)."""
-        self._draining = True
+        self.admission.stop_admitting()
 
     def drain(self) -> None:
         """Refuse new work now; at the drain deadline, hand back whatever is still admitted.
@@ -310,18 +235,16 @@ class DecisionService:
         deadline, work not yet started and the decode still running end with a JSON 503 each
         (retryable elsewhere) instead of a socket cut by the server's hard stop.
         """
-        self.stop_admitting()
-        asyncio.get_running_loop().call_later(self.settings.drain_seconds, self._hand_back)
+        self.admission.drain(self._stop_at_deadline)
 
-    def _hand_back(self) -> None:
-        """At the deadline every unfinished decision is answered 503 at once; the running decode is told to stop
-        and finishes in the background (on a loaded CPU that can take seconds, which no caller waits for)."""
+    def _stop_at_deadline(self) -> None:
+        """At the deadline every unfinished decision is answered 503 at once (`Admission` stops the requests'
+        waits); the running decode is told to stop and finishes in the background (on a loaded CPU that can take
+        seconds, which no caller waits for)."""
         with self._lock:
             pending = list(self._pending)
         for job in pending:
             job.cancel()  # succeeds for work that has not started
-        for waiter in list(self._waiting):
-            waiter.cancel()  # the request stops waiting, whatever the worker is doing
         if pending and self._runtime is not None:
             self._runtime.request_abort()  # every worker's context
 
@@ -368,15 +291,14 @@ class DecisionService:
         started = time.perf_counter()
         key = result_key(question)
         raw: MethodScores | None = self._results.get(key)
-        source = "result" if raw is not None else None
+        from_results = raw is not None
         if raw is None:
             raw = self._methods[question.method.value].score(question, work)
             self._results.put(key, raw)
         scores = score(raw, question, self.settings.calibration)
         finished = time.perf_counter()
-        timing = Timing(queue_ms=(started - admitted_at) * 1000, total_ms=(finished - admitted_at) * 1000,
-                        source=source)
-        return Decided(question=question, raw=raw, scores=scores, timing=timing)
+        return answer_of(question, raw, scores, queue_ms=(started - admitted_at) * 1000,
+                         total_ms=(finished - admitted_at) * 1000, from_results=from_results)
 
     @property
     def identity(self) -> ModelIdentity:
@@ -395,6 +317,23 @@ class DecisionService:
             engine.close()
         if self._runtime is not None:
             self._runtime.close()
+
+
+def answer_of(question: Question, raw: MethodScores, scores: Scores, *, queue_ms: float, total_ms: float,
+              from_results: bool = False) -> Decided:
+    """Our engine's answer, with everything it measured; one from the result cache computed nothing (its zeros are
+    measured ones) and reused the whole prompt."""
+    effort = raw.effort
+    timing = Timing(total_ms=total_ms, queue_ms=queue_ms, tokenize_ms=0.0 if from_results else effort.tokenize_ms,
+                    restore_ms=0.0 if from_results else effort.restore_ms,
+                    forward_ms=0.0 if from_results else effort.forward_ms)
+    tokens = Tokens(prompt=effort.prompt_tokens, evaluated=0 if from_results else effort.evaluated_tokens,
+                    cached=effort.prompt_tokens if from_results else effort.cached_tokens, read=effort.read_tokens,
+                    source=RESULT_SOURCE if from_results else effort.cache_source, prefix=effort.prefix_tokens,
+                    output_rows=0 if from_results else effort.output_rows)
+    baseline = None if raw.baseline_cached is None else from_results or raw.baseline_cached
+    return Decided(question=question, scores=scores, method=question.method.value, prompt=raw.prompt, timing=timing,
+                   tokens=tokens, allowed_token_mass=raw.allowed_token_mass, baseline_cached=baseline)
 
 
 def _settle(work: Work) -> None:
