@@ -5,6 +5,10 @@ llama-server's meaning (same names, same values), and settings only the adapter 
 value stops the process at start-up with the variable named, before `/ping` could say 200; the CDK app runs the same
 model on the decision endpoint's environment (`check_environment`), so `cdk synth` refuses what the adapter would.
 The configuration reference (docs/configuration.md) is generated from this model (`semif_adapter.deploy.reference`).
+
+It sits above the layers it configures and imports only downward (the types it validates: a calibration, the frames,
+llama.cpp's flash-attention values); the core and the engine are handed a `Settings` as what they read of it
+(`core.service_settings.ServiceSettings`, `engine.llama_settings.LlamaSettings`) and never import this module.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from enum import IntEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
@@ -33,12 +36,12 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Setting
 
 from .core.calibration import SCORING_METHODS, Calibration, parse_calibration
 from .core.question_frames import CHOICES, DEFAULT_FRAMES, Frames, parse_frames
+from .engine.llama_settings import DEFAULT_MAX_CONTEXT, FlashAttention
 from .engine.model_files import DEFAULT_MODEL_DIR
 
 SEMIF_PREFIX = "SEMIF_"
 LLAMA_PREFIX = "SM_LLAMA_CPP_"  # the llama.cpp DLC's prefix: `SM_LLAMA_CPP_FOO_BAR=v` is llama-server's `--foo-bar v`
 DEFAULT_BODY_TIMEOUT_SECONDS = 30  # a sender slower than this loses its request, not the server's attention
-DEFAULT_MAX_CONTEXT = 8192  # when CTX_SIZE is unset: the model's own, capped (KV memory grows with it)
 MAX_BODY_BYTES = 6 * 1024 * 1024  # SageMaker's real-time payload limit
 DEFAULT_SCORING = "pmi"  # measured best on the labelled set (README, "Decision quality")
 ABORT_GRACE_SECONDS = 5.0  # after the drain deadline: time for an aborted decode to return (one ubatch)
@@ -57,14 +60,6 @@ class SettingsError(ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
         self.key = key
-
-
-class FlashAttention(IntEnum):
-    """llama.h `enum llama_flash_attn_type`."""
-
-    AUTO = -1
-    DISABLED = 0
-    ENABLED = 1
 
 
 FLASH_ATTN_VALUES = {"auto": FlashAttention.AUTO, "on": FlashAttention.ENABLED, "true": FlashAttention.ENABLED,

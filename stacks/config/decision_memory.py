@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from semif_adapter.engine.llama_settings import DEFAULT_MAX_CONTEXT
 from semif_adapter.engine.prefix_cache import MIN_RESERVE_BYTES
-from semif_adapter.settings import DEFAULT_CPU_WORKERS, DEFAULT_MAX_CONTEXT
+from semif_adapter.settings import DEFAULT_CPU_WORKERS
 
 from .container_keys import CACHE_KEY, CTX_SIZE_KEY, GPU_LAYERS_KEY, THREAD_KEYS, WORKERS_KEY
 from .decision_engine import DecisionEngine

@@ -30,15 +30,16 @@ from ..engine.gguf_header import GGUFInfo
 from ..engine.integrity import digest
 from ..engine.laya_cut import HeadLength, LayaCut
 from ..engine.llama_runtime import ModelFacts, RuntimeStartError
+from ..engine.llama_settings import DEFAULT_MAX_CONTEXT, FlashAttention, context_size
 from ..engine.native_server import NativeReply, NativeServer, NativeServerOptions, NativeUnavailableError
 from ..errors import NotReadyError, PromptTooLongError, RequestError, ServiceError, ShuttingDownError
-from ..settings import DEFAULT_MAX_CONTEXT, FlashAttention, Settings
 from .admission import Admission
 from .decided import Decided, Timing, Tokens
 from .identity import ModelIdentity
 from .methods import PromptId
 from .question import Question, canonical_state
 from .scoring import INPUT_TRUNCATED, Scores, softmax
+from .service_settings import ServiceSettings
 
 LOG = logging.getLogger("semif_adapter")
 CALL_TIMEOUT_SECONDS = 60.0  # SageMaker's own invocation timeout: no request waits on the native server longer
@@ -57,7 +58,7 @@ class EngineUnavailableError(ServiceError):
 class NativeDecisionService:
     """The `DecisionService` interface the doors and the process use, over a `NativeServer`."""
 
-    def __init__(self, settings: Settings, model_path: Path, decision: DecisionType, info: GGUFInfo) -> None:
+    def __init__(self, settings: ServiceSettings, model_path: Path, decision: DecisionType, info: GGUFInfo) -> None:
         self.settings = settings
         self.model_path = model_path
         self.decision = decision
@@ -100,7 +101,7 @@ class NativeDecisionService:
         model = digest(self.model_path, self.settings.model_sha256)
         info = self.info
         context_train = info.context_length or DEFAULT_MAX_CONTEXT
-        context = self.settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
+        context = context_size(self.settings.ctx_size, context_train)
         options = NativeServerOptions(
             model=self.model_path, slots=self.workers, context_per_slot=context, threads=self.settings.threads,
             threads_batch=self.settings.threads_batch, batch_size=self.settings.batch_size,

@@ -5,8 +5,9 @@ llama.cpp contexts are not thread-safe, so each decision worker owns a context o
 cores, and a lone decision still gets every core (`core_share`). The workers share the host prefix cache, the
 result cache and pmi's baselines; a decision's numbers do not depend on which worker ran it, nor on what ran
 beside it (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Work is admitted by the
-bounded queue both services hold (`admission.Admission`). A batch runs in an order that maximises prefix reuse (grouped by state, then criterion);
-its answers are returned in input order, each exactly what the decision alone would have been given.
+bounded queue both services hold (`admission.Admission`). A batch runs in an order that maximises prefix reuse
+(grouped by state, then criterion); its answers are returned in input order, each exactly what the decision alone
+would have been given.
 """
 
 from __future__ import annotations
@@ -25,22 +26,22 @@ from pathlib import Path
 
 from ..engine.batch_decoder import DecodeAbortedError
 from ..engine.integrity import digest
-from ..engine.kv_engine import DecisionEngine, worker_engines
+from ..engine.kv_engine import KvEngine, worker_engines
 from ..engine.llama_runtime import LlamaRuntime
 from ..engine.prefix_cache import PrefixCache, default_budget
 from ..engine.tokens import PromptTokenizer, check_exact
 from ..errors import NotReadyError, PromptTooLongError, RequestError, ServiceError, ShuttingDownError
-from ..settings import Settings
 from .admission import Admission
 from .conversation import Conversation, plain_transcript, turns
 from .decided import RESULT_SOURCE, Decided, Timing, Tokens
 from .identity import ModelIdentity
-from .lanes import request_lanes
-from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
+from .methods import Letters, Likelihood, Method, MethodScores, Pmi, PromptRunner
 from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
 from .question import Answer, Question, Scoring
 from .result_cache import ResultCache, result_key
 from .scoring import Scores, score
+from .service_settings import ServiceSettings
+from .worker_queues import worker_queues
 
 LOG = logging.getLogger("semif_adapter")
 WARMUP_ANSWERS = (Answer("yes", "Yes."), Answer("no", "No."))
@@ -54,18 +55,18 @@ EXACTNESS_PROBES: tuple[object, ...] = (
 
 
 class DecisionService:
-    def __init__(self, settings: Settings, model_path: Path) -> None:
+    def __init__(self, settings: ServiceSettings, model_path: Path) -> None:
         self.settings = settings
         self.model_path = model_path
         self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-load")
         self._executor: ThreadPoolExecutor | None = None  # one thread per worker, once the model is loaded
-        self._idle: queue.SimpleQueue[Work] = queue.SimpleQueue()  # each worker's engine, while it is free
+        self._idle: queue.SimpleQueue[PromptRunner] = queue.SimpleQueue()  # each worker's engine, while it is free
         self._lock = threading.Lock()  # guards `_pending`
         self._ready = threading.Event()
         self.admission = Admission(settings.queue_size, settings.drain_seconds, self._unready)
         self._pending: set[Future[Decided]] = set()
         self._runtime: LlamaRuntime | None = None
-        self._engines: list[DecisionEngine] = []
+        self._engines: list[KvEngine] = []
         self.workers = 0
         self._methods: dict[str, Method] = {}
         self._identity: ModelIdentity | None = None
@@ -103,7 +104,7 @@ class DecisionService:
                                         else default_budget(model.bytes, runtime.context_bytes * self.workers))
         self._engines = worker_engines(runtime, self.prefix_cache, self.workers, self.settings.threads_batch)
         for engine in self._engines:
-            self._idle.put(Work(tokenizer, engine, settle_later=True))
+            self._idle.put(PromptRunner(tokenizer, engine, save_prefix_later=True))
         self._identity = ModelIdentity.of(model, runtime.facts, self.settings.model_name)
         probes = [replace(WARMUP_QUESTION, state=state) for state in EXACTNESS_PROBES]
         probe_tokens = [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()]
@@ -115,8 +116,8 @@ class DecisionService:
             LOG.warning("prompt pieces do not add up to the whole prompt's tokens for this model's tokenizer; "
                         "scores stay deterministic, prompts read a few more tokens",
                         extra={"fields": {"problems": inexact[:4]}})
-        with self._engine() as work:  # /ping must not say 200 before every method works
-            warm = [self._decide(replace(WARMUP_QUESTION, method=Scoring(name)), time.perf_counter(), work)
+        with self._engine() as runner:  # /ping must not say 200 before every method works
+            warm = [self._decide(replace(WARMUP_QUESTION, method=Scoring(name)), time.perf_counter(), runner)
                     for name in self._methods]
         LOG.info("ready", extra={"fields": {
             "model": self._identity.document, "model_name": self._identity.name,
@@ -140,13 +141,13 @@ class DecisionService:
         health checks need not wait for this probe (~1.5 s here); decisions that arrive meanwhile run without
         partial reuse, and score the same either way."""
         started = time.perf_counter()
-        with self._engine() as work:
+        with self._engine() as runner:
             try:
-                why_off = work.engine.enable_partial_reuse(probe_tokens)
+                why_off = runner.engine.enable_partial_reuse(probe_tokens)
             except DecodeAbortedError:
                 why_off = ["the probe was stopped (drain deadline)"]
         for engine in self._engines:
-            engine.reuse = work.engine.reuse
+            engine.reuse = runner.engine.reuse
         LOG.info("partial reuse", extra={"fields": {"enabled": not why_off, "why_off": why_off[:4],
                                                     "probe_ms": round((time.perf_counter() - started) * 1000, 1)}})
 
@@ -171,12 +172,13 @@ class DecisionService:
         with self._lock:
             jobs: dict[int, Future[Decided]] = {}
             assert self._executor is not None  # ready
-            for lane in request_lanes(questions, self.workers):
-                for index in lane:
+            for worker_queue in worker_queues(questions, self.workers):
+                for index in worker_queue:
                     job = jobs[index] = Future()
                     self._pending.add(job)
                     job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
-                self._executor.submit(self._run_lane, deque((questions[i], jobs[i]) for i in lane), admitted_at)
+                jobs_in_turn = deque((questions[i], jobs[i]) for i in worker_queue)
+                self._executor.submit(self._run_queue, jobs_in_turn, admitted_at)
         waiting = [asyncio.wrap_future(jobs[i]) for i in range(len(questions))]
         try:
             with self.admission.waiting_on(waiting):
@@ -249,51 +251,51 @@ class DecisionService:
             self._runtime.request_abort()  # every worker's context
 
     # -- decisions (worker threads) -------------------------------------------------------------------------
-    def _run_lane(self, lane: deque[tuple[Question, Future[Decided]]], admitted_at: float) -> None:
-        """A lane's questions one after another on one worker's engine (`lanes`), each answered on its own future;
-        a question whose future was cancelled (its client left, or the drain deadline) is skipped.
+    def _run_queue(self, worker_queue: deque[tuple[Question, Future[Decided]]], admitted_at: float) -> None:
+        """A worker queue's questions one after another on one worker's engine (`worker_queues`), each answered on
+        its own future; a question whose future was cancelled (its client left, or the drain deadline) is skipped.
 
         A failed answer's traceback holds this frame and `_answer`'s, and the future holds the traceback (asyncio
         keeps it apart from the error): neither frame may still hold the future or the question once it is
         answered, or a refused input (a 6 MB state and its tokens) would stay alive until the cyclic GC ran."""
-        with self._engine() as work:
-            while lane:
-                question, job = lane.popleft()
+        with self._engine() as runner:
+            while worker_queue:
+                question, job = worker_queue.popleft()
                 if job.set_running_or_notify_cancel():
-                    self._answer(job, question, admitted_at, work)
+                    self._answer(job, question, admitted_at, runner)
                 del question, job
 
-    def _answer(self, job: Future[Decided], question: Question, admitted_at: float, work: Work) -> None:
-        """The question's answer on its future, then the engine's save of a new state (`DecisionEngine.settle`),
+    def _answer(self, job: Future[Decided], question: Question, admitted_at: float, runner: PromptRunner) -> None:
+        """The question's answer on its future, then the engine's save of a new state (`KvEngine.save_pending_prefix`),
         which no answer needs to wait for."""
         try:
-            decided = self._decide(question, admitted_at, work)
+            decided = self._decide(question, admitted_at, runner)
         except BaseException as error:  # the request's answer for this question, whatever it is
             job.set_exception(error)
-            del job, question  # see `_run_lane`
+            del job, question  # see `_run_queue`
         else:
             job.set_result(decided)
         finally:
-            _settle(work)
+            _save_pending_prefix(runner)
 
     @contextmanager
-    def _engine(self) -> Iterator[Work]:
+    def _engine(self) -> Iterator[PromptRunner]:
         """Whichever worker's engine is free: there is one per executor thread, so one always is. It goes back
-        settled: no idle engine keeps other workers waiting for a prefix it has not saved yet."""
-        work = self._idle.get()
+        with its prefix saved: no idle engine keeps other workers waiting for a prefix it has not saved yet."""
+        runner = self._idle.get()
         try:
-            yield work
+            yield runner
         finally:
-            _settle(work)
-            self._idle.put(work)
+            _save_pending_prefix(runner)
+            self._idle.put(runner)
 
-    def _decide(self, question: Question, admitted_at: float, work: Work) -> Decided:
+    def _decide(self, question: Question, admitted_at: float, runner: PromptRunner) -> Decided:
         started = time.perf_counter()
         key = result_key(question)
         raw: MethodScores | None = self._results.get(key)
         from_results = raw is not None
         if raw is None:
-            raw = self._methods[question.method.value].score(question, work)
+            raw = self._methods[question.method.value].score(question, runner)
             self._results.put(key, raw)
         scores = score(raw, question, self.settings.calibration)
         finished = time.perf_counter()
@@ -336,9 +338,9 @@ def answer_of(question: Question, raw: MethodScores, scores: Scores, *, queue_ms
                    tokens=tokens, allowed_token_mass=raw.allowed_token_mass, baseline_cached=baseline)
 
 
-def _settle(work: Work) -> None:
-    """The engine's deferred save; a failure costs that state's host-cache entry, never a lane or an engine."""
+def _save_pending_prefix(runner: PromptRunner) -> None:
+    """The engine's deferred save; a failure costs that state's host-cache entry, never a worker queue or an engine."""
     try:
-        work.engine.settle()
+        runner.engine.save_pending_prefix()
     except Exception:
         LOG.exception("saving a prefix to the host cache failed")
