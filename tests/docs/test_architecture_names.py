@@ -2,7 +2,7 @@
 (no model, no network: the markdown and the sources' syntax trees).
 
 A path (`core/service.py`, `config/hosting/`, `stacks/config/hosting/<mode>.py`) is found from the repository root,
-under the adapter, stacks/ or scripts/, or, given bare, anywhere in the code. A name (`DecisionService._decide`,
+under the adapter, stacks/, scripts/ or tests/, or, given bare, anywhere in the code. A name (`DecisionService._decide`,
 `http_app.build_app(service)`, `.yes_no`) is an identifier the code defines or uses (a value such as `native` may
 be a string the code holds), and `Class.member` is defined on that class or a base it names."""
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "architecture.md"
-CODE_ROOTS = [ROOT / "container", ROOT / "stacks", ROOT / "scripts", ROOT / "semif_sagemaker", ROOT / "clients",
+CODE_ROOTS = [ROOT / "container", ROOT / "stacks", ROOT / "scripts", ROOT / "semif_sagemaker", ROOT / "clients"]
+PATH_BASES = [ROOT, ROOT / "container", ROOT / "container" / "semif_adapter", ROOT / "stacks", ROOT / "scripts",
               ROOT / "tests"]
-PATH_BASES = [ROOT, ROOT / "container", ROOT / "container" / "semif_adapter", ROOT / "stacks", ROOT / "scripts"]
 FENCE = re.compile(r"^\s*(```|~~~)")
 SPAN = re.compile(r"`([^`]+)`")
 PATH = re.compile(r"^[\w.<>*-]+(/[\w.<>*-]*)*$")
