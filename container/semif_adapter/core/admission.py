@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import QueueFullError, ServiceError, ShuttingDownError
 
 
-class Admission:
+class AdmissionQueue:
     """Places in the queue, the drain flag and the requests waiting on answers, safe across threads."""
 
     def __init__(self, queue_size: int, drain_seconds: float, unready: Callable[[], ServiceError | None]) -> None:

@@ -33,7 +33,7 @@ from ..engine.llama_runtime import ModelFacts, RuntimeStartError
 from ..engine.llama_settings import DEFAULT_MAX_CONTEXT, FlashAttention, context_size
 from ..engine.native_server import NativeReply, NativeServer, NativeServerOptions, NativeUnavailableError
 from ..errors import NotReadyError, PromptTooLongError, RequestError, ServiceError, ShuttingDownError
-from .admission import Admission
+from .admission import AdmissionQueue
 from .decided import Decided, Timing, Tokens
 from .identity import ModelIdentity
 from .methods import PromptId
@@ -69,7 +69,7 @@ class NativeDecisionService:
         # Calls wait on the server, not on a CPU: enough threads that the server's own slots are never starved.
         self._calls = ThreadPoolExecutor(max_workers=max(4, 4 * self.workers), thread_name_prefix="native-call")
         self._loaded = False
-        self.admission = Admission(settings.queue_size, settings.drain_seconds, self._unready)
+        self.admission = AdmissionQueue(settings.queue_size, settings.drain_seconds, self._unready)
         template = info.systemone_template
         # The prompt is the file's own systemone template, filled by llama-server: that template is what we know.
         self.prompt = PromptId(self.scoring, hashlib.sha256(template.encode()).hexdigest() if template else None)
@@ -160,7 +160,7 @@ class NativeDecisionService:
         self.admission.stop_admitting()
 
     def drain(self) -> None:
-        """At the deadline the requests stop waiting (`Admission`); llama-server finishes its call unheard."""
+        """At the deadline the requests stop waiting (`AdmissionQueue`); llama-server finishes its call unheard."""
         self.admission.drain(lambda: None)
 
     def close(self) -> None:

@@ -5,7 +5,7 @@ llama.cpp contexts are not thread-safe, so each decision worker owns a context o
 cores, and a lone decision still gets every core (`core_share`). The workers share the host prefix cache, the
 result cache and pmi's baselines; a decision's numbers do not depend on which worker ran it, nor on what ran
 beside it (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Work is admitted by the
-bounded queue both services hold (`admission.Admission`). A batch runs in an order that maximises prefix reuse
+bounded queue both services hold (`admission.AdmissionQueue`). A batch runs in an order that maximises prefix reuse
 (grouped by state, then criterion); its answers are returned in input order, each exactly what the decision alone
 would have been given.
 """
@@ -31,7 +31,7 @@ from ..engine.llama_runtime import LlamaRuntime
 from ..engine.prefix_cache import PrefixCache, default_budget
 from ..engine.tokens import PromptTokenizer, check_exact
 from ..errors import NotReadyError, PromptTooLongError, RequestError, ServiceError, ShuttingDownError
-from .admission import Admission
+from .admission import AdmissionQueue
 from .conversation import Conversation, plain_transcript, turns
 from .decided import RESULT_SOURCE, Decided, Timing, Tokens
 from .identity import ModelIdentity
@@ -63,7 +63,7 @@ class DecisionService:
         self._idle: queue.SimpleQueue[PromptRunner] = queue.SimpleQueue()  # each worker's engine, while it is free
         self._lock = threading.Lock()  # guards `_pending`
         self._ready = threading.Event()
-        self.admission = Admission(settings.queue_size, settings.drain_seconds, self._unready)
+        self.admission = AdmissionQueue(settings.queue_size, settings.drain_seconds, self._unready)
         self._pending: set[Future[Decided]] = set()
         self._runtime: LlamaRuntime | None = None
         self._engines: list[KvEngine] = []
@@ -240,7 +240,7 @@ class DecisionService:
         self.admission.drain(self._stop_at_deadline)
 
     def _stop_at_deadline(self) -> None:
-        """At the deadline every unfinished decision is answered 503 at once (`Admission` stops the requests'
+        """At the deadline every unfinished decision is answered 503 at once (`AdmissionQueue` stops the requests'
         waits); the running decode is told to stop and finishes in the background (on a loaded CPU that can take
         seconds, which no caller waits for)."""
         with self._lock:
