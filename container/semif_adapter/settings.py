@@ -4,7 +4,8 @@ One environment map configures both endpoints: the `SM_LLAMA_CPP_*` variables th
 llama-server's meaning (same names, same values), and settings only the adapter has use the `SEMIF_` prefix. A bad
 value stops the process at start-up with the variable named, before `/ping` could say 200; the CDK app runs the same
 model on the decision endpoint's environment (`check_environment`), so `cdk synth` refuses what the adapter would.
-The configuration reference (docs/configuration.md) is generated from this model (`semif_adapter.deploy.reference`).
+The reference of these variables (docs/configuration-adapter.md) is generated from this model
+(`semif_adapter.deploy.reference`).
 
 It sits above the layers it configures and imports only downward (the types it validates: a calibration, the frames,
 llama.cpp's flash-attention values); the core and the engine are handed a `Settings` as what they read of it
@@ -51,7 +52,8 @@ DEFAULT_CPU_WORKERS = 2  # measured on 2 cores: README, "Benchmarks"
 MAX_WORKERS = 16  # each worker's context holds a KV cache of its own
 DEFAULT_BATCH_SIZE = 2048
 SHA256_PATTERN = "^[0-9a-f]{64}$"
-SHOWN_DEFAULT = "x-default"  # JSON Schema extension: a default resolved at start-up, in words (docs/configuration.md)
+# JSON Schema extension: a default resolved at start-up, in words (docs/configuration-adapter.md)
+SHOWN_DEFAULT = "x-default"
 
 
 class SettingsError(ValueError):
