@@ -37,6 +37,7 @@ from .admission import AdmissionQueue
 from .decided import Decided, Timing, Tokens
 from .identity import ModelIdentity
 from .methods import PromptId
+from .model_load import ModelLoad
 from .question import Question, canonical_state
 from .scoring import INPUT_TRUNCATED, Scores, softmax
 from .service_settings import ServiceSettings
@@ -65,7 +66,7 @@ class NativeDecisionService:
         self.info = info  # the header the engine was chosen from (server.py), not read again
         self.scoring = f"native:{decision.name}"
         self.workers = settings.workers or 1
-        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="native-load")
+        self.loading = ModelLoad("native-load")
         # Calls wait on the server, not on a CPU: enough threads that the server's own slots are never starved.
         self._calls = ThreadPoolExecutor(max_workers=max(4, 4 * self.workers), thread_name_prefix="native-call")
         self._loaded = False
@@ -73,7 +74,6 @@ class NativeDecisionService:
         template = info.systemone_template
         # The prompt is the file's own systemone template, filled by llama-server: that template is what we know.
         self.prompt = PromptId(self.scoring, hashlib.sha256(template.encode()).hexdigest() if template else None)
-        self._identity: ModelIdentity | None = None
         self._cut: LayaCut | None = None  # laya: which questions its head reads cut
         self.server: NativeServer | None = None
         self.on_failed: Callable[[str], None] | None = None  # the process exits: SageMaker replaces the instance
@@ -89,12 +89,10 @@ class NativeDecisionService:
 
     @property
     def identity(self) -> ModelIdentity:
-        if self._identity is None:
-            raise NotReadyError
-        return self._identity
+        return self.loading.identity
 
     def load(self) -> Future[None]:
-        return self._loader.submit(self._load)
+        return self.loading.start(self._load)
 
     def _load(self) -> None:
         started = time.perf_counter()
@@ -121,13 +119,13 @@ class NativeDecisionService:
             self._cut = self._laya_cut(self.server)
         facts = ModelFacts(file=self.model_path.name, architecture=info.architecture, quantization=info.quantization,
                            context_train=context_train, context=context, vocab_size=info.vocab_size or 0)
-        self._identity = ModelIdentity.of(model, facts, self.settings.model_name, decision={
+        identity = self.loading.found(ModelIdentity.of(model, facts, self.settings.model_name, decision={
             "type": self.decision.name, "engine": "native", "reads": self.decision.reads,
-            "option_limit": self.decision.option_limit, "semantics": self.decision.semantics(), "slots": self.workers})
+            "option_limit": self.decision.option_limit, "semantics": self.decision.semantics(), "slots": self.workers}))
         self._loaded = True
         LOG.info("ready", extra={"fields": {
-            "engine": "native", "decision_type": self.decision.name, "model": self._identity.document,
-            "model_name": self._identity.name, "load_ms": round((time.perf_counter() - started) * 1000, 1),
+            "engine": "native", "decision_type": self.decision.name, "model": identity.document,
+            "model_name": identity.name, "load_ms": round((time.perf_counter() - started) * 1000, 1),
             "native_start_ms": round(self.server.started_ms, 1), "slots": self.workers,
             "context_per_slot": context, "threads": self.settings.threads, "queue_size": self.settings.queue_size}})
 
@@ -165,7 +163,7 @@ class NativeDecisionService:
 
     def close(self) -> None:
         self._loaded = False
-        self._loader.shutdown(wait=True, cancel_futures=True)
+        self.loading.close()
         if self.server is not None:
             self.server.stop()
         self._calls.shutdown(wait=False, cancel_futures=True)

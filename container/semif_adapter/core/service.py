@@ -36,6 +36,7 @@ from .conversation import Conversation, plain_transcript, turns
 from .decided import RESULT_SOURCE, Decided, Timing, Tokens
 from .identity import ModelIdentity
 from .methods import Letters, Likelihood, Method, MethodScores, Pmi, PromptRunner
+from .model_load import ModelLoad
 from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
 from .question import Answer, Question, Scoring
 from .result_cache import ResultCache, result_key
@@ -58,7 +59,7 @@ class DecisionService:
     def __init__(self, settings: ServiceSettings, model_path: Path) -> None:
         self.settings = settings
         self.model_path = model_path
-        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-load")
+        self.loading = ModelLoad("llama-load")
         self._executor: ThreadPoolExecutor | None = None  # one thread per worker, once the model is loaded
         self._idle: queue.SimpleQueue[PromptRunner] = queue.SimpleQueue()  # each worker's engine, while it is free
         self._lock = threading.Lock()  # guards `_pending`
@@ -69,7 +70,6 @@ class DecisionService:
         self._engines: list[KvEngine] = []
         self.workers = 0
         self._methods: dict[str, Method] = {}
-        self._identity: ModelIdentity | None = None
         self._results = ResultCache(settings.result_cache_entries)
         self.prefix_cache: PrefixCache | None = None
 
@@ -86,7 +86,7 @@ class DecisionService:
     # -- start-up --------------------------------------------------------------------------------------
     def load(self) -> Future[None]:
         """Verify, load and warm up on a thread of its own; the future fails if the model cannot serve."""
-        return self._loader.submit(self._load)
+        return self.loading.start(self._load)
 
     def _load(self) -> None:
         started = time.perf_counter()
@@ -105,7 +105,7 @@ class DecisionService:
         self._engines = worker_engines(runtime, self.prefix_cache, self.workers, self.settings.threads_batch)
         for engine in self._engines:
             self._idle.put(PromptRunner(tokenizer, engine, save_prefix_later=True))
-        self._identity = ModelIdentity.of(model, runtime.facts, self.settings.model_name)
+        identity = self.loading.found(ModelIdentity.of(model, runtime.facts, self.settings.model_name))
         probes = [replace(WARMUP_QUESTION, state=state) for state in EXACTNESS_PROBES]
         probe_tokens = [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()]
         apart = self._engines[0].enable_mixed_windows(probe_tokens)  # before any decision: it sets the numbers' bits
@@ -120,7 +120,7 @@ class DecisionService:
             warm = [self._decide(replace(WARMUP_QUESTION, method=Scoring(name)), time.perf_counter(), runner)
                     for name in self._methods]
         LOG.info("ready", extra={"fields": {
-            "model": self._identity.document, "model_name": self._identity.name,
+            "model": identity.document, "model_name": identity.name,
             "model_hash_ms": round(model.hash_ms, 1),
             "load_ms": round((time.perf_counter() - started) * 1000, 1), "exact_tokens": not inexact,
             "branches_share_calls": not apart, "branches_apart_because": apart[:4],
@@ -305,14 +305,12 @@ class DecisionService:
     @property
     def identity(self) -> ModelIdentity:
         """Which weights produce the scores (known once the model is loaded)."""
-        if self._identity is None:
-            raise NotReadyError
-        return self._identity
+        return self.loading.identity
 
     def close(self) -> None:
         """Finish the running decision, then free the native objects."""
         self._ready.clear()
-        self._loader.shutdown(wait=True, cancel_futures=True)
+        self.loading.close()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
         for engine in self._engines:
