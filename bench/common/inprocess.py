@@ -21,14 +21,14 @@ import numpy as np
 
 from bench.common.workload import Spec
 from semif_adapter.core.identity import ModelIdentity
-from semif_adapter.core.methods import Letters, Work
+from semif_adapter.core.methods import Letters, PromptRunner
 from semif_adapter.core.prompt import LETTERS_SYSTEM_TEXT
 from semif_adapter.core.scoring import score, softmax
-from semif_adapter.core.service import Decided, Timing
+from semif_adapter.core.service import answer_of
 from semif_adapter.doors.request_schema import DecisionRequest, parse_request
 from semif_adapter.doors.response import render
 from semif_adapter.engine.integrity import digest
-from semif_adapter.engine.kv_engine import DecisionEngine
+from semif_adapter.engine.kv_engine import KvEngine
 from semif_adapter.engine.llama_runtime import MAX_BRANCHES, LlamaContext, LlamaRuntime
 from semif_adapter.engine.partial_reuse import ReuseRule, common_prefix
 from semif_adapter.engine.prefix_cache import PrefixCache
@@ -88,7 +88,7 @@ class Model:
     runtime: LlamaRuntime
     letters: Letters
     tokenizer: PromptTokenizer
-    engine: DecisionEngine
+    engine: KvEngine
     decoder: Decoder
     settings: Settings
     path: Path
@@ -99,7 +99,7 @@ class Model:
         runtime = LlamaRuntime(path, settings)
         frame = runtime.chat_frame(settings.chat_template, LETTERS_SYSTEM_TEXT)
         letters = Letters(frame, runtime.slot_tokens(frame))
-        engine = DecisionEngine(runtime, PrefixCache(0))
+        engine = KvEngine(runtime, PrefixCache(0))
         return cls(runtime, letters, PromptTokenizer(runtime), engine, Decoder(runtime), settings, path)
 
     def plan(self, spec: Spec) -> PromptPlan:
@@ -108,11 +108,11 @@ class Model:
     def tokens(self, spec: Spec) -> PlanTokens:
         return self.tokenizer.tokens(self.plan(spec))
 
-    def fresh_engine(self) -> DecisionEngine:
+    def fresh_engine(self) -> KvEngine:
         """An engine whose idea of the cache matches the (cleared) cache: the floor runs trample it."""
         self.decoder.clear()
         self.engine.close()
-        self.engine = DecisionEngine(self.runtime, PrefixCache(0))
+        self.engine = KvEngine(self.runtime, PrefixCache(0))
         return self.engine
 
     def close(self) -> None:
@@ -265,7 +265,7 @@ def decode_clock() -> Iterator[list[float]]:
 
 def pipeline_overhead_ms(model: Model, specs: list[Spec]) -> list[float]:
     """Per decision: the adapter's in-process pipeline (parse -> plan -> score -> render) minus llama_decode."""
-    work = Work(model.tokenizer, model.fresh_engine())
+    work = PromptRunner(model.tokenizer, model.fresh_engine())
     identity = ModelIdentity.of(digest(model.path, None), model.runtime.facts)
     overheads = []
     with decode_clock() as spent:
@@ -276,7 +276,7 @@ def pipeline_overhead_ms(model: Model, specs: list[Spec]) -> list[float]:
             request = parse_request(body)
             question = request.to_question(model.letters.name)
             raw = model.letters.score(question, work)
-            decided = Decided(question, raw, score(raw, question, None), Timing(0.0, 0.0))
+            decided = answer_of(question, raw, score(raw, question, None), queue_ms=0.0, total_ms=0.0)
             render(request, decided, identity)
             overheads.append((time.perf_counter() - started - spent[0]) * 1000)
     model.fresh_engine()

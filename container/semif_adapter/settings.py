@@ -4,7 +4,12 @@ One environment map configures both endpoints: the `SM_LLAMA_CPP_*` variables th
 llama-server's meaning (same names, same values), and settings only the adapter has use the `SEMIF_` prefix. A bad
 value stops the process at start-up with the variable named, before `/ping` could say 200; the CDK app runs the same
 model on the decision endpoint's environment (`check_environment`), so `cdk synth` refuses what the adapter would.
-The configuration reference (docs/configuration.md) is generated from this model (`semif_adapter.deploy.reference`).
+The reference of these variables (docs/configuration-adapter.md) is generated from this model
+(`semif_adapter.deploy.reference`).
+
+It sits above the layers it configures and imports only downward (the types it validates: a calibration, the frames,
+llama.cpp's flash-attention values); the core and the engine are handed a `Settings` as what they read of it
+(`core.service_settings.ServiceSettings`, `engine.llama_settings.LlamaSettings`) and never import this module.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from enum import IntEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
@@ -33,12 +37,12 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Setting
 
 from .core.calibration import SCORING_METHODS, Calibration, parse_calibration
 from .core.question_frames import CHOICES, DEFAULT_FRAMES, Frames, parse_frames
+from .engine.llama_settings import DEFAULT_MAX_CONTEXT, FlashAttention
 from .engine.model_files import DEFAULT_MODEL_DIR
 
 SEMIF_PREFIX = "SEMIF_"
 LLAMA_PREFIX = "SM_LLAMA_CPP_"  # the llama.cpp DLC's prefix: `SM_LLAMA_CPP_FOO_BAR=v` is llama-server's `--foo-bar v`
 DEFAULT_BODY_TIMEOUT_SECONDS = 30  # a sender slower than this loses its request, not the server's attention
-DEFAULT_MAX_CONTEXT = 8192  # when CTX_SIZE is unset: the model's own, capped (KV memory grows with it)
 MAX_BODY_BYTES = 6 * 1024 * 1024  # SageMaker's real-time payload limit
 DEFAULT_SCORING = "pmi"  # measured best on the labelled set (README, "Decision quality")
 ABORT_GRACE_SECONDS = 5.0  # after the drain deadline: time for an aborted decode to return (one ubatch)
@@ -48,7 +52,8 @@ DEFAULT_CPU_WORKERS = 2  # measured on 2 cores: README, "Benchmarks"
 MAX_WORKERS = 16  # each worker's context holds a KV cache of its own
 DEFAULT_BATCH_SIZE = 2048
 SHA256_PATTERN = "^[0-9a-f]{64}$"
-SHOWN_DEFAULT = "x-default"  # JSON Schema extension: a default resolved at start-up, in words (docs/configuration.md)
+# JSON Schema extension: a default resolved at start-up, in words (docs/configuration-adapter.md)
+SHOWN_DEFAULT = "x-default"
 
 
 class SettingsError(ValueError):
@@ -57,14 +62,6 @@ class SettingsError(ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
         self.key = key
-
-
-class FlashAttention(IntEnum):
-    """llama.h `enum llama_flash_attn_type`."""
-
-    AUTO = -1
-    DISABLED = 0
-    ENABLED = 1
 
 
 FLASH_ATTN_VALUES = {"auto": FlashAttention.AUTO, "on": FlashAttention.ENABLED, "true": FlashAttention.ENABLED,

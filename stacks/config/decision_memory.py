@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from semif_adapter.engine.llama_settings import DEFAULT_MAX_CONTEXT
 from semif_adapter.engine.prefix_cache import MIN_RESERVE_BYTES
-from semif_adapter.settings import DEFAULT_CPU_WORKERS, DEFAULT_MAX_CONTEXT
+from semif_adapter.settings import DEFAULT_CPU_WORKERS
 
 from .container_keys import CACHE_KEY, CTX_SIZE_KEY, GPU_LAYERS_KEY, THREAD_KEYS, WORKERS_KEY
 from .decision_engine import DecisionEngine
 from .environment import EnvironmentSettings
-from .hosting.mode import Room, instance_room
+from .hosting.mode import ServingCapacity, whole_instance
 from .instances import GIB, MIB, placement
 from .problems import Problems
 
@@ -55,26 +56,26 @@ class DecisionMemory:
 RESERVE = ("the adapter's reserve", MIN_RESERVE_BYTES)
 
 
-def decision_rooms(settings: EnvironmentSettings) -> list[Room]:
+def decision_capacities(settings: EnvironmentSettings) -> list[ServingCapacity]:
     """What the decision model runs on, in each place it runs: what its mode gives it (an instance, a component
     copy, the serverless memory), and a Batch Transform job's instance. Types the table does not list are skipped."""
-    rooms = settings.mode_of("decision").decision_rooms(settings)
+    capacities = settings.mode_of("decision").decision_capacities(settings)
     batch = settings.decision.batch_transform
-    transform = instance_room("decision.batch_transform.instance_type", batch.instance_type) if batch else None
-    return rooms + ([transform] if transform is not None else [])
+    transform = whole_instance("decision.batch_transform.instance_type", batch.instance_type) if batch else None
+    return capacities + ([transform] if transform is not None else [])
 
 
-def decision_memory(settings: EnvironmentSettings, room: Room, *, model_bytes: int | None,
+def decision_memory(settings: EnvironmentSettings, capacity: ServingCapacity, *, model_bytes: int | None,
                     context_length: int | None, kv_bytes_per_token: int | None,
                     engine: DecisionEngine = "ours") -> DecisionMemory:
     """The adapter's own defaults, from the container environment it will read (settings.py, llama_runtime.py;
     native_service.py for llama.cpp's decision engine: SEMIF_WORKERS slots, else 1, of the same context each)."""
     container_env = {**settings.llama_env_for("decision"), **settings.decision.adapter_env}
-    on_gpu = placement(room.gpus, container_env.get(GPU_LAYERS_KEY)) != "host"
+    on_gpu = placement(capacity.gpus, container_env.get(GPU_LAYERS_KEY)) != "host"
     if engine == "native":
         workers = _int(container_env.get(WORKERS_KEY)) or 1
     else:
-        workers = _workers(container_env, room.vcpus, on_gpu)
+        workers = _workers(container_env, capacity.vcpus, on_gpu)
     ctx = (_int(container_env.get(CTX_SIZE_KEY))
            or (min(context_length, DEFAULT_MAX_CONTEXT) if context_length else None))
     kv = workers * ctx * kv_bytes_per_token if ctx and kv_bytes_per_token else 0
@@ -96,37 +97,37 @@ def _workers(container_env: Mapping[str, str], vcpus: int | None, on_gpu: bool) 
 
 def check_decision_memory(settings: EnvironmentSettings, *, model_bytes: int | None, context_length: int | None,
                           kv_bytes_per_token: int | None, engine: DecisionEngine = "ours") -> Problems:
-    """The model with its KV caches and reserve, then a hand-set cache on top, against each room."""
+    """The model with its KV caches and reserve, then a hand-set cache on top, against each capacity."""
     problems: Problems = []
-    for room in decision_rooms(settings):
-        memory = decision_memory(settings, room, model_bytes=model_bytes, context_length=context_length,
+    for capacity in decision_capacities(settings):
+        memory = decision_memory(settings, capacity, model_bytes=model_bytes, context_length=context_length,
                                  kv_bytes_per_token=kv_bytes_per_token, engine=engine)
-        problems += _room_problems(settings, room, memory)
+        problems += _capacity_problems(settings, capacity, memory)
     return problems
 
 
-def _room_problems(settings: EnvironmentSettings, room: Room, memory: DecisionMemory) -> Problems:
-    where = placement(room.gpus, settings.llama_env_for("decision").get(GPU_LAYERS_KEY))
+def _capacity_problems(settings: EnvironmentSettings, serving: ServingCapacity, memory: DecisionMemory) -> Problems:
+    where = placement(serving.gpus, settings.llama_env_for("decision").get(GPU_LAYERS_KEY))
     if where == "host":
-        sides = [("host", room.key, room.host_bytes, [*memory.resident(), RESERVE])]
+        sides = [("host", serving.key, serving.host_bytes, [*memory.resident(), RESERVE])]
     elif where == "gpu":
-        sides = [("gpu", room.gpu_key, room.gpu_bytes, memory.resident()),
-                 ("host", room.key, room.host_bytes, [RESERVE])]
+        sides = [("gpu", serving.gpu_key, serving.gpu_bytes, memory.resident()),
+                 ("host", serving.key, serving.host_bytes, [RESERVE])]
     else:  # llama.cpp splits the layers over both: only the total can be checked
-        sides = [("both", room.key, room.host_bytes + room.gpu_bytes, [*memory.resident(), RESERVE])]
-    larger = "instance type" if "instance_type" in room.key else "size"
+        sides = [("both", serving.key, serving.host_bytes + serving.gpu_bytes, [*memory.resident(), RESERVE])]
+    larger = "instance type" if "instance_type" in serving.key else "size"
     advice = f"pick a larger {larger}" + (f", or lower {CTX_SIZE_KEY} or {WORKERS_KEY}" if memory.kv else "")
     for side, key, capacity, parts in sides:
         need = sum(size for _, size in parts)
         if need > capacity:
-            return [(key, f"{room.name} has {room.describe(side)}; the decision endpoint needs {_size(need)} there: "
-                          f"{_listing(parts)}; {advice}")]
+            return [(key, f"{serving.name} has {serving.describe(side)}; the decision endpoint needs {_size(need)} "
+                          f"there: {_listing(parts)}; {advice}")]
     side, _, capacity, parts = sides[-1]  # the prefix cache is host memory
     spare = capacity - sum(size for _, size in parts)
     if memory.cache is not None and memory.cache > spare:
         return [(f"decision.env.{CACHE_KEY}",
-                 f"{memory.cache} bytes ({_size(memory.cache)}) of prefix cache do not fit {room.name}, which has "
-                 f"{room.describe(side)}, with {_listing(parts)}: at most {spare} bytes ({_size(spare)}) fit; lower "
+                 f"{memory.cache} bytes ({_size(memory.cache)}) of prefix cache do not fit {serving.name}, which has "
+                 f"{serving.describe(side)}, with {_listing(parts)}: at most {spare} bytes ({_size(spare)}) fit; lower "
                  "it, or leave it unset (the adapter then takes half of what the rest leaves, at most 16 GiB)")]
     return []
 

@@ -16,8 +16,8 @@ from support.admission import send, wait_admitted
 
 from bench.reliability.rawhttp import RawResponse, read_response
 from scripts.local.processes import wait_until
-from semif_adapter.core.lanes import reuse_order
 from semif_adapter.core.metrics import NAMESPACE
+from semif_adapter.core.worker_queues import reuse_order
 from semif_adapter.doors.request_schema import DecisionRequest
 from semif_adapter.engine.embedded_model import embedded_model_path
 from semif_adapter.settings import SAGEMAKER_STOP_SECONDS

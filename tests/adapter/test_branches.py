@@ -79,7 +79,7 @@ def alone_sums(engine: Engine, question) -> dict[str, float]:
     for index, branch in enumerate(plan.branches):
         one = replace(planned, branches=(planned.branches[index],))
         result = engine.engine.evaluate(one, answer_reads(one))
-        engine.engine.settle()
+        engine.engine.save_pending_prefix()
         tokens = one.branches[0]
         sums[question.answers[branch.order[0]].id] = float(result.common.log_probs()[0]) + sum(
             float(result.branches[0][j].log_probs()[0]) for j in range(len(tokens) - 1))

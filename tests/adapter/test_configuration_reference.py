@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from semif_adapter.deploy.llama_flags import key_for, known_flags
-from semif_adapter.deploy.reference import ADAPTER, COMMAND, INDEX, LLAMA_SERVER, REFUSED, main, pages
+from semif_adapter.deploy.reference import ADAPTER, COMMAND, GUIDE, GUIDE_PAGE, LLAMA_SERVER, REFUSED, main, pages
 from semif_adapter.settings import ENV_NAMES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -23,9 +23,10 @@ def test_no_configuration_page_is_left_over_from_an_earlier_split() -> None:
     assert {path.name for path in DOCS.glob("configuration*.md")} == set(pages()), f"run `{COMMAND}`"
 
 
-def test_the_index_links_every_page() -> None:
-    index = pages()[INDEX]
-    assert all(f"]({name})" in index for name in pages() if name != INDEX)
+def test_the_written_guide_links_every_page_and_every_page_links_it() -> None:
+    guide = (DOCS / GUIDE_PAGE).read_text()
+    assert all(f"]({name})" in guide for name in pages())
+    assert all(f"]({GUIDE})" in page for page in pages().values())
 
 
 def test_the_reference_names_every_setting_and_every_flag() -> None:

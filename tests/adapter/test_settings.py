@@ -7,12 +7,12 @@ import pytest
 
 from semif_adapter.core.calibration import CalibrationError, parse_calibration
 from semif_adapter.core.question_frames import DEFAULT_FRAMES, Frames
+from semif_adapter.engine.llama_settings import FlashAttention
 from semif_adapter.engine.model_files import DEFAULT_MODEL_DIR
 from semif_adapter.settings import (
     ENV_NAMES,
     MAX_BODY_BYTES,
     SEMIF_KEYS,
-    FlashAttention,
     Settings,
     SettingsError,
     check_environment,

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from support.engines import OPENING, QUESTIONS, STATES, Engine, request_of, score_alone, tail
 
-from semif_adapter.core.methods import Work
+from semif_adapter.core.methods import PromptRunner
 from semif_adapter.engine.core_share import CoreShare
 from semif_adapter.engine.kv_engine import worker_engines
 from semif_adapter.engine.llama_runtime import LlamaRuntime
@@ -124,13 +124,13 @@ class Workers:
     """The service's arrangement in process: one engine per context of one runtime, one shared cache and core
     share, each engine used by one thread at a time."""
 
-    def __init__(self, runtime: LlamaRuntime, count: int, cache_bytes: int, *, settle_later: bool = False) -> None:
+    def __init__(self, runtime: LlamaRuntime, count: int, cache_bytes: int, *, save_prefix_later: bool = False) -> None:
         self.methods = Engine(runtime, 0)  # the methods (and their frames); its own engine stays unused
         self.cache = PrefixCache(cache_bytes)
         engines = worker_engines(runtime, self.cache, count, cores=2)
         self.cores = engines[0].cores
         assert self.cores is not None and all(engine.cores is self.cores for engine in engines)
-        self.works = [Work(self.methods.tokenizer, engine, settle_later) for engine in engines]
+        self.works = [PromptRunner(self.methods.tokenizer, engine, save_prefix_later) for engine in engines]
 
     def score(self, worker: int, method: str, state: object, question: str) -> tuple[bytes, str, int]:
         raw = self.methods.methods[method].score(request_of(state, question, method=method), self.works[worker])
@@ -184,9 +184,9 @@ def test_two_workers_asked_about_one_new_state_at_once_evaluate_it_once(runtime)
 def test_a_new_state_is_saved_once_its_answer_is_back_and_other_workers_wait_for_it_until_then(runtime):
     """The service hands an answer back before its new state is copied to the host cache (`settle`); a worker
     asking about that state meanwhile waits, then restores it rather than evaluating it again."""
-    workers = Workers(runtime, 2, 64 << 20, settle_later=True)
+    workers = Workers(runtime, 2, 64 << 20, save_prefix_later=True)
     workers.score(0, "letters", STATES[0], QUESTIONS[0])  # the head, evaluated and pinned
-    workers.works[0].engine.settle()
+    workers.works[0].engine.save_pending_prefix()
     state = OPENING + tail(6, 150)
     first = workers.score(0, "letters", state, QUESTIONS[0])
     assert first[1] == "kv" and len(workers.cache) == 2  # the head and STATES[0]: the new state is not saved yet
@@ -194,7 +194,7 @@ def test_a_new_state_is_saved_once_its_answer_is_back_and_other_workers_wait_for
         second = pool.submit(workers.score, 1, "letters", state, QUESTIONS[1])
         time.sleep(0.5)
         assert not second.done()  # waiting for the prefix worker 0 decoded, not evaluating it alongside
-        workers.works[0].engine.settle()
+        workers.works[0].engine.save_pending_prefix()
         logits, source, cached = second.result(timeout=120)
     assert len(workers.cache) == 3 and source == "host" and cached > 150
     assert logits == score_alone(runtime, "letters", state, QUESTIONS[1])[0]

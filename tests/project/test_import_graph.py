@@ -79,22 +79,33 @@ def test_no_module_is_too_long_to_read() -> None:
     assert not long, long
 
 
-# The adapter's layers, top to bottom: a module imports only from its own layer or the ones below it. `settings`
-# and `errors` (configuration and the failures every layer raises) sit beside the layers and never import a door.
-LAYERS = ("semif_adapter.doors", "semif_adapter.core", "semif_adapter.engine")
-SHARED = ("semif_adapter.settings", "semif_adapter.errors")
+# The adapter's layers, top to bottom: a module imports only from its own layer or the ones below it. The process
+# (the server, its entry points and the deploy-time tools) reads the settings; the settings are read and validated
+# in one place that imports the layers below it for the types it checks (a calibration, the frames, llama.cpp's
+# flash-attention values); each layer is handed what it needs (`core/service_settings.py`,
+# `engine/llama_settings.py`); `errors` (the failures every layer raises) is the floor. Every module has a layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("semif_adapter", "semif_adapter.__main__", "semif_adapter.server", "semif_adapter.deploy"),
+    ("semif_adapter.settings",),
+    ("semif_adapter.doors",),
+    ("semif_adapter.core",),
+    ("semif_adapter.engine",),
+    ("semif_adapter.errors",),
+)
 
 
-def _layer(module: str) -> float | None:
-    return next((rank for rank, layer in enumerate(LAYERS) if module == layer or module.startswith(layer + ".")),
-                None)
+def _layer(module: str) -> int | None:
+    """The rank of a module's layer (0 the top); the most specific prefix wins (`semif_adapter` is the package)."""
+    ranks = [(len(prefix), rank) for rank, prefixes in enumerate(LAYERS) for prefix in prefixes
+             if module == prefix or (prefix != "semif_adapter" and module.startswith(prefix + "."))]
+    return max(ranks)[1] if ranks else None
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    """Every import that points up the layers (an engine module importing the core, the core a door, ...)."""
+    """Every import that points up the layers (an engine module importing the core or the settings, ...)."""
     found = []
     for name, targets in graph.items():
-        rank = 0.5 if name in SHARED else _layer(name)  # below the doors, beside the core
+        rank = _layer(name)
         if rank is None:
             continue
         found += [f"{name} -> {target}" for target in sorted(targets)
@@ -102,18 +113,24 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     return found
 
 
-def test_the_adapter_imports_only_downward_doors_core_engine() -> None:
+def test_the_adapter_imports_only_downward_process_settings_doors_core_engine_errors() -> None:
     sources = {name: (path.read_text(), path.name == "__init__.py") for name, path in modules().items()
                if name.startswith("semif_adapter")}
     graph = import_graph(sources)
-    assert {_layer(name) for name in graph} >= {0, 1, 2}  # all three layers were found
-    assert not upward_imports(graph)
+    assert not [name for name in graph if _layer(name) is None]  # every module has a layer
+    assert {_layer(name) for name in graph} == set(range(len(LAYERS)))  # every layer was found
+    upward = upward_imports(graph)
+    assert len(upward) == 0, upward
 
 
 def test_an_upward_import_is_found() -> None:
-    """The check itself: the engine importing the core, or a shared module a door, is reported; downward is not."""
-    graph = {"semif_adapter.engine.tokens": {"semif_adapter.core.prompt"},
-             "semif_adapter.settings": {"semif_adapter.doors.http_app", "semif_adapter.core.calibration"},
-             "semif_adapter.doors.http_app": {"semif_adapter.core.service", "semif_adapter.engine.tokens"}}
+    """The check itself: the engine importing the core or the settings, the settings the server, are reported;
+    downward (the settings a core module, a door the engine) is not."""
+    graph = {"semif_adapter.engine.tokens": {"semif_adapter.core.prompt", "semif_adapter.settings",
+                                             "semif_adapter.errors"},
+             "semif_adapter.settings": {"semif_adapter.core.calibration", "semif_adapter.server"},
+             "semif_adapter.doors.http_app": {"semif_adapter.core.service", "semif_adapter.engine.tokens"},
+             "semif_adapter.server": {"semif_adapter.settings", "semif_adapter.deploy.reference"}}
     assert upward_imports(graph) == ["semif_adapter.engine.tokens -> semif_adapter.core.prompt",
-                                     "semif_adapter.settings -> semif_adapter.doors.http_app"]
+                                     "semif_adapter.engine.tokens -> semif_adapter.settings",
+                                     "semif_adapter.settings -> semif_adapter.server"]

@@ -7,12 +7,12 @@ import random
 
 import llama_cpp
 
-from semif_adapter.core.methods import Letters, Likelihood, Pmi, Work
+from semif_adapter.core.methods import Letters, Likelihood, Pmi, PromptRunner
 from semif_adapter.core.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
 from semif_adapter.core.question import Question
 from semif_adapter.core.service import EXACTNESS_PROBES
 from semif_adapter.doors.request_schema import DecisionRequest
-from semif_adapter.engine.kv_engine import DecisionEngine
+from semif_adapter.engine.kv_engine import KvEngine
 from semif_adapter.engine.llama_runtime import LlamaRuntime
 from semif_adapter.engine.prefix_cache import PrefixCache
 from semif_adapter.engine.tokens import PromptTokenizer
@@ -41,8 +41,8 @@ class Engine:
         self.runtime = runtime
         self.cache = PrefixCache(cache_bytes)
         self.tokenizer = PromptTokenizer(runtime)
-        self.engine = DecisionEngine(runtime, self.cache)
-        self.work = Work(self.tokenizer, self.engine)
+        self.engine = KvEngine(runtime, self.cache)
+        self.work = PromptRunner(self.tokenizer, self.engine)
         letters_frame = runtime.chat_frame(None, LETTERS_SYSTEM_TEXT)
         self.letters = Letters(letters_frame, runtime.slot_tokens(letters_frame))
         self.likelihood = Likelihood(runtime.chat_frame(None, ANSWERS_SYSTEM_TEXT))

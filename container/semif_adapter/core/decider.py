@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Protocol
 
-from ..settings import Settings
+from .decided import Decided
 from .identity import ModelIdentity
 from .question import Question
-from .service import Decided
+from .service_settings import ServiceSettings
 
 
 class Decider(Protocol):
-    settings: Settings
+    settings: ServiceSettings
 
     @property
     def ready(self) -> bool: ...

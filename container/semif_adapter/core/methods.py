@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from ..engine.engine_rows import Reads
-from ..engine.kv_engine import DecisionEngine, EngineResult
+from ..engine.kv_engine import EngineResult, KvEngine
 from ..engine.prompt_plan import ChatFrame, PromptPlan
 from ..engine.tokens import PlanTokens, PromptTokenizer
 from .prompt import answers_plan, letters_plan
@@ -34,22 +34,22 @@ BASELINE_CACHE_ENTRIES = 4096
 
 
 @dataclass(frozen=True)
-class Work:
-    """Tokenizer + engine, the one path every method evaluates its prompts through. With `settle_later`, a newly
-    decoded prefix is saved to the host cache when the caller settles the engine (the service: once the answer is
-    handed back), not before the result returns."""
+class PromptRunner:
+    """Tokenizer + engine: the one path every method runs its prompts through. With `save_prefix_later`, a newly
+    decoded prefix is saved to the host cache when the caller calls the engine's `save_pending_prefix` (the service:
+    once the answer is handed back), not before the result returns."""
 
     tokenizer: PromptTokenizer
-    engine: DecisionEngine
-    settle_later: bool = False
+    engine: KvEngine
+    save_prefix_later: bool = False
 
     def run(self, plan: PromptPlan, reads_for: ReadsBuilder) -> tuple[PlanTokens, EngineResult, float]:
         started = time.perf_counter()
         planned = self.tokenizer.tokens(plan)
         tokenize_ms = (time.perf_counter() - started) * 1000
         result = self.engine.evaluate(planned, reads_for(planned))
-        if not self.settle_later:
-            self.engine.settle()
+        if not self.save_prefix_later:
+            self.engine.save_pending_prefix()
         return planned, result, tokenize_ms
 
 
@@ -90,7 +90,7 @@ class PromptId:
     """Which prompt produced a score: small enough to keep with cached results (the plan holds the state)."""
 
     version: str
-    sha256: str
+    sha256: str | None  # None: the prompt's text is not ours to hash
 
     @classmethod
     def of(cls, plan: PromptPlan) -> PromptId:
@@ -112,7 +112,7 @@ class MethodScores:
 class Method(Protocol):
     name: str
 
-    def score(self, question: Question, work: Work) -> MethodScores: ...
+    def score(self, question: Question, runner: PromptRunner) -> MethodScores: ...
 
 
 class Letters:
@@ -124,11 +124,11 @@ class Letters:
     def plan(self, question: Question) -> PromptPlan:
         return letters_plan(self.frame, question)
 
-    def score(self, question: Question, work: Work) -> MethodScores:
+    def score(self, question: Question, runner: PromptRunner) -> MethodScores:
         plan = self.plan(question)
         count = len(question.answers)
         letters = self.slot_tokens[:count]
-        planned, result, tokenize_ms = work.run(
+        planned, result, tokenize_ms = runner.run(
             plan, lambda p: Reads(common=None, branches=tuple({len(b) - 1: letters} for b in p.branches)))
         totals = np.zeros(count, dtype=np.float64)
         mass = 0.0
@@ -174,16 +174,16 @@ class Likelihood:
     def plan(self, question: Question, content_free: bool = False) -> PromptPlan:
         return answers_plan(self.frame, question, content_free=content_free)
 
-    def answers(self, question: Question, work: Work,
+    def answers(self, question: Question, runner: PromptRunner,
                 content_free: bool = False) -> tuple[np.ndarray, np.ndarray, PromptPlan, Effort]:
         """Summed log-probabilities and token counts of the answers, the prompt, and what it cost."""
         plan = self.plan(question, content_free)
-        planned, result, tokenize_ms = work.run(plan, answer_reads)
+        planned, result, tokenize_ms = runner.run(plan, answer_reads)
         sums, counts = answer_log_probs(question, plan, planned, result)
         return sums, counts, plan, Effort.of(result, tokenize_ms)
 
-    def score(self, question: Question, work: Work) -> MethodScores:
-        sums, counts, plan, effort = self.answers(question, work)
+    def score(self, question: Question, runner: PromptRunner) -> MethodScores:
+        sums, counts, plan, effort = self.answers(question, runner)
         return MethodScores(option_logits=sums / counts, orders=(), allowed_token_mass=None,
                             prompt=PromptId.of(plan), effort=effort)
 
@@ -227,17 +227,17 @@ class Pmi:
         self.likelihood = likelihood
         self.baselines = baselines or BaselineCache()
 
-    def score(self, question: Question, work: Work) -> MethodScores:
+    def score(self, question: Question, runner: PromptRunner) -> MethodScores:
         answers = question.answers
         key = self.baselines.key(question)
         baseline = self.baselines.get(key)
         extra: Effort | None = None
         cached = baseline is not None
         if baseline is None:  # before the main prompt, so the KV cache ends up holding the caller's state
-            values, _, _, extra = self.likelihood.answers(question, work, content_free=True)
+            values, _, _, extra = self.likelihood.answers(question, runner, content_free=True)
             baseline = {answer.id: float(value) for answer, value in zip(answers, values, strict=True)}
             self.baselines.put(key, baseline)
-        scores, _, plan, effort = self.likelihood.answers(question, work)
+        scores, _, plan, effort = self.likelihood.answers(question, runner)
         offsets = np.array([baseline[answer.id] for answer in answers], dtype=np.float64)
         return MethodScores(option_logits=scores - offsets, orders=(), allowed_token_mass=None,
                             prompt=PromptId.of(plan), effort=effort.plus(extra) if extra else effort,

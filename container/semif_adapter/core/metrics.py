@@ -24,17 +24,17 @@ LOG = logging.getLogger("semif_adapter.metrics")
 
 
 class DecisionFacts(Protocol):
-    """The numbers metrics report of one answered decision (the service's `Decided` has them), so that metrics
-    need no service."""
+    """The numbers metrics report of one answered decision (`decided.Decided` has them), so that metrics
+    need no service; None: not measured by the engine that answered, so not reported."""
 
     @property
     def method(self) -> str: ...
     @property
     def total_ms(self) -> float: ...
     @property
-    def queue_ms(self) -> float: ...
+    def queue_ms(self) -> float | None: ...
     @property
-    def forward_ms(self) -> float: ...
+    def forward_ms(self) -> float | None: ...
     @property
     def evaluated_tokens(self) -> int: ...
     @property
@@ -81,8 +81,10 @@ def decision_records(endpoint: str, decided: Sequence[DecisionFacts]) -> list[st
         for d in group:
             context.put_metric("Decisions", 1, "Count")
             context.put_metric("DecisionLatency", round(d.total_ms, 3), "Milliseconds")
-            context.put_metric("QueueTime", round(d.queue_ms, 3), "Milliseconds")
-            context.put_metric("ForwardTime", round(d.forward_ms, 3), "Milliseconds")
+            if d.queue_ms is not None:  # absent where the engine does not measure it (llama-server's path)
+                context.put_metric("QueueTime", round(d.queue_ms, 3), "Milliseconds")
+            if d.forward_ms is not None:
+                context.put_metric("ForwardTime", round(d.forward_ms, 3), "Milliseconds")
             context.put_metric("EvaluatedTokens", d.evaluated_tokens, "Count")
             context.put_metric("CachedTokens", d.cached_tokens, "Count")
             context.put_metric("TopProbability", d.top_probability, "None")

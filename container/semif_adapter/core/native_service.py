@@ -13,6 +13,7 @@ client's mistake, anything else a 503 the client may retry; never a 5xx for a ba
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import re
@@ -29,18 +30,22 @@ from ..engine.gguf_header import GGUFInfo
 from ..engine.integrity import digest
 from ..engine.laya_cut import HeadLength, LayaCut
 from ..engine.llama_runtime import ModelFacts, RuntimeStartError
+from ..engine.llama_settings import DEFAULT_MAX_CONTEXT, FlashAttention, context_size
 from ..engine.native_server import NativeReply, NativeServer, NativeServerOptions, NativeUnavailableError
-from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ServiceError, ShuttingDownError
-from ..settings import DEFAULT_MAX_CONTEXT, FlashAttention, Settings
+from ..errors import NotReadyError, PromptTooLongError, RequestError, ServiceError, ShuttingDownError
+from .admission import AdmissionQueue
 from .conversation import as_sent
+from .decided import Decided, Timing, Tokens
 from .identity import ModelIdentity
-from .methods import Effort, MethodScores, PromptId
+from .methods import PromptId
+from .model_load import ModelLoad
 from .question import Question, canonical_state
 from .scoring import INPUT_TRUNCATED, Scores, softmax
-from .service import Decided, Timing
+from .service_settings import ServiceSettings
 
 LOG = logging.getLogger("semif_adapter")
 CALL_TIMEOUT_SECONDS = 60.0  # SageMaker's own invocation timeout: no request waits on the native server longer
+NATIVE_SOURCE = "native"  # `Tokens.source`: llama-server evaluated the prompt
 SMALLEST_PROBABILITY = 1e-300  # log(0) has no JSON; a probability this small reads as its log's floor
 WARMUP_REQUEST = {"state": "The adapter is starting.", "questions": {
     "ready": {"type": "noul", "instructions": "Is the adapter ready?"}}}
@@ -55,21 +60,21 @@ class EngineUnavailableError(ServiceError):
 class NativeDecisionService:
     """The `DecisionService` interface the doors and the process use, over a `NativeServer`."""
 
-    def __init__(self, settings: Settings, model_path: Path, decision: DecisionType, info: GGUFInfo) -> None:
+    def __init__(self, settings: ServiceSettings, model_path: Path, decision: DecisionType, info: GGUFInfo) -> None:
         self.settings = settings
         self.model_path = model_path
         self.decision = decision
         self.info = info  # the header the engine was chosen from (server.py), not read again
         self.scoring = f"native:{decision.name}"
         self.workers = settings.workers or 1
-        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="native-load")
+        self.loading = ModelLoad("native-load")
         # Calls wait on the server, not on a CPU: enough threads that the server's own slots are never starved.
         self._calls = ThreadPoolExecutor(max_workers=max(4, 4 * self.workers), thread_name_prefix="native-call")
-        self._admitted = 0
-        self._draining = False
         self._loaded = False
-        self._waiting: set[asyncio.Future[Any]] = set()
-        self._identity: ModelIdentity | None = None
+        self.admission = AdmissionQueue(settings.queue_size, settings.drain_seconds, self._unready)
+        template = info.systemone_template
+        # The prompt is the file's own systemone template, filled by llama-server: that template is what we know.
+        self.prompt = PromptId(self.scoring, hashlib.sha256(template.encode()).hexdigest() if template else None)
         self._cut: LayaCut | None = None  # laya: which questions its head reads cut
         self.server: NativeServer | None = None
         self.on_failed: Callable[[str], None] | None = None  # the process exits: SageMaker replaces the instance
@@ -85,19 +90,17 @@ class NativeDecisionService:
 
     @property
     def identity(self) -> ModelIdentity:
-        if self._identity is None:
-            raise NotReadyError
-        return self._identity
+        return self.loading.identity
 
     def load(self) -> Future[None]:
-        return self._loader.submit(self._load)
+        return self.loading.start(self._load)
 
     def _load(self) -> None:
         started = time.perf_counter()
         model = digest(self.model_path, self.settings.model_sha256)
         info = self.info
         context_train = info.context_length or DEFAULT_MAX_CONTEXT
-        context = self.settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
+        context = context_size(self.settings.ctx_size, context_train)
         options = NativeServerOptions(
             model=self.model_path, slots=self.workers, context_per_slot=context, threads=self.settings.threads,
             threads_batch=self.settings.threads_batch, batch_size=self.settings.batch_size,
@@ -117,13 +120,13 @@ class NativeDecisionService:
             self._cut = self._laya_cut(self.server)
         facts = ModelFacts(file=self.model_path.name, architecture=info.architecture, quantization=info.quantization,
                            context_train=context_train, context=context, vocab_size=info.vocab_size or 0)
-        self._identity = ModelIdentity.of(model, facts, self.settings.model_name, decision={
+        identity = self.loading.found(ModelIdentity.of(model, facts, self.settings.model_name, decision={
             "type": self.decision.name, "engine": "native", "reads": self.decision.reads,
-            "option_limit": self.decision.option_limit, "semantics": self.decision.semantics(), "slots": self.workers})
+            "option_limit": self.decision.option_limit, "semantics": self.decision.semantics(), "slots": self.workers}))
         self._loaded = True
         LOG.info("ready", extra={"fields": {
-            "engine": "native", "decision_type": self.decision.name, "model": self._identity.document,
-            "model_name": self._identity.name, "load_ms": round((time.perf_counter() - started) * 1000, 1),
+            "engine": "native", "decision_type": self.decision.name, "model": identity.document,
+            "model_name": identity.name, "load_ms": round((time.perf_counter() - started) * 1000, 1),
             "native_start_ms": round(self.server.started_ms, 1), "slots": self.workers,
             "context_per_slot": context, "threads": self.settings.threads, "queue_size": self.settings.queue_size}})
 
@@ -153,38 +156,30 @@ class NativeDecisionService:
             self.on_failed(reason)
 
     def stop_admitting(self) -> None:
-        self._draining = True
+        self.admission.stop_admitting()
 
     def drain(self) -> None:
-        self.stop_admitting()
-        asyncio.get_running_loop().call_later(self.settings.drain_seconds, self._hand_back)
-
-    def _hand_back(self) -> None:
-        for waiter in list(self._waiting):
-            waiter.cancel()
+        """At the deadline the requests stop waiting (`AdmissionQueue`); llama-server finishes its call unheard."""
+        self.admission.drain(lambda: None)
 
     def close(self) -> None:
         self._loaded = False
-        self._loader.shutdown(wait=True, cancel_futures=True)
+        self.loading.close()
         if self.server is not None:
             self.server.stop()
         self._calls.shutdown(wait=False, cancel_futures=True)
 
     # -- decisions ----------------------------------------------------------------------------------------------
-    def _admit(self, count: int) -> None:
-        if self._draining:
-            raise ShuttingDownError
-        if not self.ready:
-            raise EngineUnavailableError("the native decision engine is not answering; retry") if self._loaded \
-                else NotReadyError()
-        if self._admitted and self._admitted + count > self.settings.queue_size:
-            raise QueueFullError(f"{self.settings.queue_size} decisions are already admitted; retry")
-        self._admitted += count
+    def _unready(self) -> ServiceError | None:
+        if self.ready:
+            return None
+        return EngineUnavailableError("the native decision engine is not answering; retry") if self._loaded \
+            else NotReadyError()
 
     async def decide_all(self, questions: Sequence[Question]) -> list[Decided | BaseException]:
         """One native request per state (a request's questions share one), answers in input order."""
         admitted_at = time.perf_counter()
-        self._admit(len(questions))
+        self.admission.admit(len(questions))
         try:
             answers: list[Decided | BaseException | None] = [None] * len(questions)
             for indexes in _by_state(questions):
@@ -193,7 +188,7 @@ class NativeDecisionService:
                     answers[index] = answer
             return [a for a in answers if a is not None]
         finally:
-            self._admitted -= len(questions)
+            self.admission.release(len(questions))
 
     async def _ask(self, group: list[Question], admitted_at: float) -> list[Decided | BaseException]:
         names = _unique_names(group)
@@ -205,18 +200,16 @@ class NativeDecisionService:
         server = self.server
         assert server is not None
         call = asyncio.wrap_future(self._calls.submit(self._call, server, body))
-        self._waiting.add(call)
         try:
-            reply, lengths = await call
+            with self.admission.waiting_on([call]):
+                reply, lengths = await call
         except asyncio.CancelledError:
-            if self._draining:
+            if self.admission.draining:
                 return [ShuttingDownError() for _ in group]
             raise
         except NativeUnavailableError as error:
             LOG.warning("native decision call failed: %s", error)
             return [EngineUnavailableError("the native decision engine did not answer; retry") for _ in group]
-        finally:
-            self._waiting.discard(call)
         if reply.status != 200:
             over = over_the_heads_limit(reply)
             if over is not None:  # the head's own limit, lower than the type's (lev's codes that are single tokens)
@@ -230,14 +223,14 @@ class NativeDecisionService:
         shares = _shares(input_tokens, len(group))
         cut = _cut_questions(lengths, input_tokens, len(group))
         finished = time.perf_counter()
-        timing = Timing(queue_ms=0.0, total_ms=(finished - admitted_at) * 1000)
+        timing = Timing(total_ms=(finished - admitted_at) * 1000, forward_ms=reply.elapsed_ms)
         decided: list[Decided | BaseException] = []
         for name, question, tokens, was_cut in zip(names, group, shares, cut, strict=True):
             probabilities = _probabilities(question, answers.get(name))
             if probabilities is None:
                 decided.append(EngineUnavailableError("the native decision engine gave no answer to a question; retry"))
                 continue
-            decided.append(self._decided(question, probabilities, tokens, reply.elapsed_ms, timing,
+            decided.append(self._decided(question, probabilities, tokens, timing,
                                          warnings=[INPUT_TRUNCATED] if was_cut else []))
         return decided
 
@@ -271,18 +264,16 @@ class NativeDecisionService:
         return RequestError("too_many_options", f"{count} options, more than the {limit} a '{self.decision.name}' "
                             "decision model can tell apart", f"decision.options[{limit}]")
 
-    def _decided(self, question: Question, probabilities: list[float], tokens: int, forward_ms: float,
-                 timing: Timing, *, warnings: list[str]) -> Decided:
+    def _decided(self, question: Question, probabilities: list[float], tokens: int, timing: Timing, *,
+                 warnings: list[str]) -> Decided:
+        """What llama-server measured: its share of the request's tokens, every one evaluated on erased slots, and
+        the call's time; no queue, tokenization, restore or shared opening of its own (absent, not zero)."""
         logits = np.log(np.maximum(np.asarray(probabilities, dtype=np.float64), SMALLEST_PROBABILITY))
         if question.temperature != 1.0:  # the caller's own temperature, on top of the head's
             probabilities = softmax(logits / question.temperature).tolist()
-        effort = Effort(prompt_tokens=tokens, evaluated_tokens=tokens, cached_tokens=0, cache_source="native",
-                        tokenize_ms=0.0, restore_ms=0.0, forward_ms=forward_ms, prefix_tokens=0, read_tokens=tokens,
-                        output_rows=len(probabilities))
-        raw = MethodScores(option_logits=logits, orders=(), allowed_token_mass=None,
-                           prompt=PromptId(self.scoring, "systemone-template"), effort=effort)
-        return Decided(question=question, raw=raw, scores=Scores(logits.tolist(), probabilities, warnings, None),
-                       timing=timing, scored_by=self.scoring)
+        counted = Tokens(prompt=tokens, evaluated=tokens, cached=0, read=tokens, source=NATIVE_SOURCE)
+        return Decided(question=question, scores=Scores(logits.tolist(), probabilities, warnings, None),
+                       method=self.scoring, prompt=self.prompt, timing=timing, tokens=counted)
 
 
 def _by_state(questions: Sequence[Question]) -> list[list[int]]:

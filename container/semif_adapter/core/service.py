@@ -1,14 +1,13 @@
-"""Owns the model and the decision workers, one context each; admits work boundedly, batches included.
+"""Our engine's decision service: owns the model and the decision workers, one context each.
 
 llama.cpp contexts are not thread-safe, so each decision worker owns a context of its own on the one model
 (`SEMIF_WORKERS`, 2 on a CPU): two decisions at once on one thread each outrun one decision at a time on both
 cores, and a lone decision still gets every core (`core_share`). The workers share the host prefix cache, the
 result cache and pmi's baselines; a decision's numbers do not depend on which worker ran it, nor on what ran
-beside it (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Admission
-counts decisions, not requests: a batch of N lines takes N places of `queue_size` (a batch larger than the whole
-queue is admitted only when nothing else is), and beyond that work is refused at once with 503 + Retry-After
-instead of timing out. A batch runs in an order that maximises prefix reuse (grouped by state, then criterion);
-its answers are returned in input order, each exactly what the decision alone would have been given.
+beside it (llama.cpp releases the GIL, so the event loop keeps answering `/ping`). Work is admitted by the
+bounded queue both services hold (`admission.AdmissionQueue`). A batch runs in an order that maximises prefix reuse
+(grouped by state, then criterion); its answers are returned in input order, each exactly what the decision alone
+would have been given.
 """
 
 from __future__ import annotations
@@ -22,25 +21,28 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..engine.batch_decoder import DecodeAbortedError
 from ..engine.integrity import digest
-from ..engine.kv_engine import DecisionEngine, worker_engines
+from ..engine.kv_engine import KvEngine, worker_engines
 from ..engine.llama_runtime import LlamaRuntime
 from ..engine.prefix_cache import PrefixCache, default_budget
 from ..engine.tokens import PromptTokenizer, check_exact
-from ..errors import NotReadyError, PromptTooLongError, QueueFullError, RequestError, ShuttingDownError
-from ..settings import Settings
+from ..errors import NotReadyError, PromptTooLongError, RequestError, ServiceError, ShuttingDownError
+from .admission import AdmissionQueue
 from .conversation import Conversation, conversation_text
+from .decided import RESULT_SOURCE, Decided, Timing, Tokens
 from .identity import ModelIdentity
-from .lanes import request_lanes
-from .methods import Letters, Likelihood, Method, MethodScores, Pmi, Work
+from .methods import Letters, Likelihood, Method, MethodScores, Pmi, PromptRunner
+from .model_load import ModelLoad
 from .prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
 from .question import Answer, Question, Scoring
 from .result_cache import ResultCache, result_key
 from .scoring import Scores, score
+from .service_settings import ServiceSettings
+from .worker_queues import worker_queues
 
 LOG = logging.getLogger("semif_adapter")
 WARMUP_ANSWERS = (Answer("yes", "Yes."), Answer("no", "No."))
@@ -53,91 +55,21 @@ EXACTNESS_PROBES: tuple[object, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Timing:
-    queue_ms: float
-    total_ms: float
-    source: str | None = None  # "result": the whole answer came from the result cache
-
-
-@dataclass(frozen=True)
-class Decided:
-    """One question's answer (raw scores, probabilities, timing), for a contract to render, and the facts the
-    access log and the metrics report about it."""
-
-    question: Question
-    raw: MethodScores
-    scores: Scores
-    timing: Timing
-    scored_by: str | None = None  # the native engine ("native:openjev"); None: the question's own method
-
-    @property
-    def method(self) -> str:
-        return self.scored_by or self.question.method.value
-
-    @property
-    def from_results(self) -> bool:
-        return self.timing.source == "result"
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self.raw.effort.prompt_tokens
-
-    @property
-    def evaluated_tokens(self) -> int:
-        return 0 if self.from_results else self.raw.effort.evaluated_tokens
-
-    @property
-    def cached_tokens(self) -> int:
-        return self.raw.effort.prompt_tokens if self.from_results else self.raw.effort.cached_tokens
-
-    @property
-    def cache_source(self) -> str:
-        return self.timing.source or self.raw.effort.cache_source
-
-    @property
-    def queue_ms(self) -> float:
-        return self.timing.queue_ms
-
-    @property
-    def forward_ms(self) -> float:
-        return 0.0 if self.from_results else self.raw.effort.forward_ms
-
-    @property
-    def total_ms(self) -> float:
-        return self.timing.total_ms
-
-    @property
-    def top_probability(self) -> float:
-        return max(self.scores.probabilities)
-
-    @property
-    def allowed_token_mass(self) -> float | None:
-        return self.raw.allowed_token_mass
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        return tuple(self.scores.warnings)
-
-
 class DecisionService:
-    def __init__(self, settings: Settings, model_path: Path) -> None:
+    def __init__(self, settings: ServiceSettings, model_path: Path) -> None:
         self.settings = settings
         self.model_path = model_path
-        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-load")
+        self.loading = ModelLoad("llama-load")
         self._executor: ThreadPoolExecutor | None = None  # one thread per worker, once the model is loaded
-        self._idle: queue.SimpleQueue[Work] = queue.SimpleQueue()  # each worker's engine, while it is free
-        self._admitted = 0
-        self._lock = threading.Lock()
+        self._idle: queue.SimpleQueue[PromptRunner] = queue.SimpleQueue()  # each worker's engine, while it is free
+        self._lock = threading.Lock()  # guards `_pending`
         self._ready = threading.Event()
-        self._draining = False
+        self.admission = AdmissionQueue(settings.queue_size, settings.drain_seconds, self._unready)
         self._pending: set[Future[Decided]] = set()
-        self._waiting: set[asyncio.Future[Decided]] = set()  # what requests await; cancelled at the deadline
         self._runtime: LlamaRuntime | None = None
-        self._engines: list[DecisionEngine] = []
+        self._engines: list[KvEngine] = []
         self.workers = 0
         self._methods: dict[str, Method] = {}
-        self._identity: ModelIdentity | None = None
         self._results = ResultCache(settings.result_cache_entries)
         self.prefix_cache: PrefixCache | None = None
 
@@ -154,7 +86,7 @@ class DecisionService:
     # -- start-up --------------------------------------------------------------------------------------
     def load(self) -> Future[None]:
         """Verify, load and warm up on a thread of its own; the future fails if the model cannot serve."""
-        return self._loader.submit(self._load)
+        return self.loading.start(self._load)
 
     def _load(self) -> None:
         started = time.perf_counter()
@@ -172,8 +104,8 @@ class DecisionService:
                                         else default_budget(model.bytes, runtime.context_bytes * self.workers))
         self._engines = worker_engines(runtime, self.prefix_cache, self.workers, self.settings.threads_batch)
         for engine in self._engines:
-            self._idle.put(Work(tokenizer, engine, settle_later=True))
-        self._identity = ModelIdentity.of(model, runtime.facts, self.settings.model_name)
+            self._idle.put(PromptRunner(tokenizer, engine, save_prefix_later=True))
+        identity = self.loading.found(ModelIdentity.of(model, runtime.facts, self.settings.model_name))
         probes = [replace(WARMUP_QUESTION, state=state) for state in EXACTNESS_PROBES]
         probe_tokens = [t for r in probes for t in tokenizer.tokens(letters.plan(r)).joined()]
         apart = self._engines[0].enable_mixed_windows(probe_tokens)  # before any decision: it sets the numbers' bits
@@ -184,11 +116,11 @@ class DecisionService:
             LOG.warning("prompt pieces do not add up to the whole prompt's tokens for this model's tokenizer; "
                         "scores stay deterministic, prompts read a few more tokens",
                         extra={"fields": {"problems": inexact[:4]}})
-        with self._engine() as work:  # /ping must not say 200 before every method works
-            warm = [self._decide(replace(WARMUP_QUESTION, method=Scoring(name)), time.perf_counter(), work)
+        with self._engine() as runner:  # /ping must not say 200 before every method works
+            warm = [self._decide(replace(WARMUP_QUESTION, method=Scoring(name)), time.perf_counter(), runner)
                     for name in self._methods]
         LOG.info("ready", extra={"fields": {
-            "model": self._identity.document, "model_name": self._identity.name,
+            "model": identity.document, "model_name": identity.name,
             "model_hash_ms": round(model.hash_ms, 1),
             "load_ms": round((time.perf_counter() - started) * 1000, 1), "exact_tokens": not inexact,
             "branches_share_calls": not apart, "branches_apart_because": apart[:4],
@@ -209,25 +141,19 @@ class DecisionService:
         health checks need not wait for this probe (~1.5 s here); decisions that arrive meanwhile run without
         partial reuse, and score the same either way."""
         started = time.perf_counter()
-        with self._engine() as work:
+        with self._engine() as runner:
             try:
-                why_off = work.engine.enable_partial_reuse(probe_tokens)
+                why_off = runner.engine.enable_partial_reuse(probe_tokens)
             except DecodeAbortedError:
                 why_off = ["the probe was stopped (drain deadline)"]
         for engine in self._engines:
-            engine.reuse = work.engine.reuse
+            engine.reuse = runner.engine.reuse
         LOG.info("partial reuse", extra={"fields": {"enabled": not why_off, "why_off": why_off[:4],
                                                     "probe_ms": round((time.perf_counter() - started) * 1000, 1)}})
 
     # -- admission -------------------------------------------------------------------------------------
-    def _admit(self, count: int) -> None:
-        if self._draining:
-            raise ShuttingDownError
-        if not self.ready:
-            raise NotReadyError
-        if self._admitted and self._admitted + count > self.settings.queue_size:
-            raise QueueFullError(f"{self.settings.queue_size} decisions are already admitted; retry")
-        self._admitted += count
+    def _unready(self) -> ServiceError | None:
+        return None if self.ready else NotReadyError()
 
     async def decide(self, question: Question) -> Decided:
         answer = (await self.decide_all([question]))[0]
@@ -242,30 +168,30 @@ class DecisionService:
         """Every question's answer (or its error) in input order; run in the order that reuses most."""
         admitted_at = time.perf_counter()
         questions = self._readable(questions)
+        self.admission.admit(len(questions))
         with self._lock:
-            self._admit(len(questions))
             jobs: dict[int, Future[Decided]] = {}
             assert self._executor is not None  # ready
-            for lane in request_lanes(questions, self.workers):
-                for index in lane:
+            for worker_queue in worker_queues(questions, self.workers):
+                for index in worker_queue:
                     job = jobs[index] = Future()
                     self._pending.add(job)
                     job.add_done_callback(self._release)  # a place frees when its work ends, not when a client leaves
-                self._executor.submit(self._run_lane, deque((questions[i], jobs[i]) for i in lane), admitted_at)
+                jobs_in_turn = deque((questions[i], jobs[i]) for i in worker_queue)
+                self._executor.submit(self._run_queue, jobs_in_turn, admitted_at)
         waiting = [asyncio.wrap_future(jobs[i]) for i in range(len(questions))]
-        self._waiting.update(waiting)
         try:
-            done = await asyncio.gather(*waiting, return_exceptions=True)
+            with self.admission.waiting_on(waiting):
+                done = await asyncio.gather(*waiting, return_exceptions=True)
         except asyncio.CancelledError:  # the client left: queued work nobody waits for is never run
             for job in jobs.values():
                 job.cancel()
             raise
         finally:
-            self._waiting.difference_update(waiting)
             # A job holds its exception, whose traceback holds this frame: a cycle that kept a refused
             # request's input (up to 6 MB, far more as tokens) in memory until the cyclic GC happened to run.
             del jobs, waiting
-        return [self._handed_back(answer) for answer in done]
+        return [self._for_caller(answer) for answer in done]
 
     def _readable(self, questions: Sequence[Question]) -> list[Question]:
         """A conversation state as the text the engine's prompt holds, once per state (`conversation_text`)."""
@@ -281,8 +207,9 @@ class DecisionService:
             out.append(replace(asked, state=rendered[id(state)]))
         return out
 
-    def _handed_back(self, answer: Decided | BaseException) -> Decided | BaseException:
-        if isinstance(answer, DecodeAbortedError | asyncio.CancelledError) and self._draining:
+    def _for_caller(self, answer: Decided | BaseException) -> Decided | BaseException:
+        """An answer as its request gets it: work stopped by the drain deadline is `shutting_down`."""
+        if isinstance(answer, DecodeAbortedError | asyncio.CancelledError) and self.admission.draining:
             return ShuttingDownError()
         if isinstance(answer, PromptTooLongError | RequestError):
             # A caller's mistake needs no traceback, and its frames hold the refused input (a 6 MB state, its
@@ -291,13 +218,13 @@ class DecisionService:
         return answer
 
     def _release(self, job: Future[Decided]) -> None:
+        self.admission.release()
         with self._lock:
-            self._admitted -= 1
             self._pending.discard(job)
 
     def stop_admitting(self) -> None:
         """Refuse new decisions from now on; safe to call from a signal handler (it only sets a flag)."""
-        self._draining = True
+        self.admission.stop_admitting()
 
     def drain(self) -> None:
         """Refuse new work now; at the drain deadline, hand back whatever is still admitted.
@@ -306,85 +233,80 @@ class DecisionService:
         deadline, work not yet started and the decode still running end with a JSON 503 each
         (retryable elsewhere) instead of a socket cut by the server's hard stop.
         """
-        self.stop_admitting()
-        asyncio.get_running_loop().call_later(self.settings.drain_seconds, self._hand_back)
+        self.admission.drain(self._stop_at_deadline)
 
-    def _hand_back(self) -> None:
-        """At the deadline every unfinished decision is answered 503 at once; the running decode is told to stop
-        and finishes in the background (on a loaded CPU that can take seconds, which no caller waits for)."""
+    def _stop_at_deadline(self) -> None:
+        """At the deadline every unfinished decision is answered 503 at once (`AdmissionQueue` stops the requests'
+        waits); the running decode is told to stop and finishes in the background (on a loaded CPU that can take
+        seconds, which no caller waits for)."""
         with self._lock:
             pending = list(self._pending)
         for job in pending:
             job.cancel()  # succeeds for work that has not started
-        for waiter in list(self._waiting):
-            waiter.cancel()  # the request stops waiting, whatever the worker is doing
         if pending and self._runtime is not None:
             self._runtime.request_abort()  # every worker's context
 
     # -- decisions (worker threads) -------------------------------------------------------------------------
-    def _run_lane(self, lane: deque[tuple[Question, Future[Decided]]], admitted_at: float) -> None:
-        """A lane's questions one after another on one worker's engine (`lanes`), each answered on its own future;
-        a question whose future was cancelled (its client left, or the drain deadline) is skipped.
+    def _run_queue(self, worker_queue: deque[tuple[Question, Future[Decided]]], admitted_at: float) -> None:
+        """A worker queue's questions one after another on one worker's engine (`worker_queues`), each answered on
+        its own future; a question whose future was cancelled (its client left, or the drain deadline) is skipped.
 
         A failed answer's traceback holds this frame and `_answer`'s, and the future holds the traceback (asyncio
         keeps it apart from the error): neither frame may still hold the future or the question once it is
         answered, or a refused input (a 6 MB state and its tokens) would stay alive until the cyclic GC ran."""
-        with self._engine() as work:
-            while lane:
-                question, job = lane.popleft()
+        with self._engine() as runner:
+            while worker_queue:
+                question, job = worker_queue.popleft()
                 if job.set_running_or_notify_cancel():
-                    self._answer(job, question, admitted_at, work)
+                    self._answer(job, question, admitted_at, runner)
                 del question, job
 
-    def _answer(self, job: Future[Decided], question: Question, admitted_at: float, work: Work) -> None:
-        """The question's answer on its future, then the engine's save of a new state (`DecisionEngine.settle`),
+    def _answer(self, job: Future[Decided], question: Question, admitted_at: float, runner: PromptRunner) -> None:
+        """The question's answer on its future, then the engine's save of a new state (`KvEngine.save_pending_prefix`),
         which no answer needs to wait for."""
         try:
-            decided = self._decide(question, admitted_at, work)
+            decided = self._decide(question, admitted_at, runner)
         except BaseException as error:  # the request's answer for this question, whatever it is
             job.set_exception(error)
-            del job, question  # see `_run_lane`
+            del job, question  # see `_run_queue`
         else:
             job.set_result(decided)
         finally:
-            _settle(work)
+            _save_pending_prefix(runner)
 
     @contextmanager
-    def _engine(self) -> Iterator[Work]:
+    def _engine(self) -> Iterator[PromptRunner]:
         """Whichever worker's engine is free: there is one per executor thread, so one always is. It goes back
-        settled: no idle engine keeps other workers waiting for a prefix it has not saved yet."""
-        work = self._idle.get()
+        with its prefix saved: no idle engine keeps other workers waiting for a prefix it has not saved yet."""
+        runner = self._idle.get()
         try:
-            yield work
+            yield runner
         finally:
-            _settle(work)
-            self._idle.put(work)
+            _save_pending_prefix(runner)
+            self._idle.put(runner)
 
-    def _decide(self, question: Question, admitted_at: float, work: Work) -> Decided:
+    def _decide(self, question: Question, admitted_at: float, runner: PromptRunner) -> Decided:
         started = time.perf_counter()
         key = result_key(question)
         raw: MethodScores | None = self._results.get(key)
-        source = "result" if raw is not None else None
+        from_results = raw is not None
         if raw is None:
-            raw = self._methods[question.method.value].score(question, work)
+            raw = self._methods[question.method.value].score(question, runner)
             self._results.put(key, raw)
         scores = score(raw, question, self.settings.calibration)
         finished = time.perf_counter()
-        timing = Timing(queue_ms=(started - admitted_at) * 1000, total_ms=(finished - admitted_at) * 1000,
-                        source=source)
-        return Decided(question=question, raw=raw, scores=scores, timing=timing)
+        return answer_of(question, raw, scores, queue_ms=(started - admitted_at) * 1000,
+                         total_ms=(finished - admitted_at) * 1000, from_results=from_results)
 
     @property
     def identity(self) -> ModelIdentity:
         """Which weights produce the scores (known once the model is loaded)."""
-        if self._identity is None:
-            raise NotReadyError
-        return self._identity
+        return self.loading.identity
 
     def close(self) -> None:
         """Finish the running decision, then free the native objects."""
         self._ready.clear()
-        self._loader.shutdown(wait=True, cancel_futures=True)
+        self.loading.close()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
         for engine in self._engines:
@@ -393,9 +315,26 @@ class DecisionService:
             self._runtime.close()
 
 
-def _settle(work: Work) -> None:
-    """The engine's deferred save; a failure costs that state's host-cache entry, never a lane or an engine."""
+def answer_of(question: Question, raw: MethodScores, scores: Scores, *, queue_ms: float, total_ms: float,
+              from_results: bool = False) -> Decided:
+    """Our engine's answer, with everything it measured; one from the result cache computed nothing (its zeros are
+    measured ones) and reused the whole prompt."""
+    effort = raw.effort
+    timing = Timing(total_ms=total_ms, queue_ms=queue_ms, tokenize_ms=0.0 if from_results else effort.tokenize_ms,
+                    restore_ms=0.0 if from_results else effort.restore_ms,
+                    forward_ms=0.0 if from_results else effort.forward_ms)
+    tokens = Tokens(prompt=effort.prompt_tokens, evaluated=0 if from_results else effort.evaluated_tokens,
+                    cached=effort.prompt_tokens if from_results else effort.cached_tokens, read=effort.read_tokens,
+                    source=RESULT_SOURCE if from_results else effort.cache_source, prefix=effort.prefix_tokens,
+                    output_rows=0 if from_results else effort.output_rows)
+    baseline = None if raw.baseline_cached is None else from_results or raw.baseline_cached
+    return Decided(question=question, scores=scores, method=question.method.value, prompt=raw.prompt, timing=timing,
+                   tokens=tokens, allowed_token_mass=raw.allowed_token_mass, baseline_cached=baseline)
+
+
+def _save_pending_prefix(runner: PromptRunner) -> None:
+    """The engine's deferred save; a failure costs that state's host-cache entry, never a worker queue or an engine."""
     try:
-        work.engine.settle()
+        runner.engine.save_pending_prefix()
     except Exception:
         LOG.exception("saving a prefix to the host cache failed")

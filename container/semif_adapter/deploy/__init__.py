@@ -7,7 +7,7 @@ endpoint runs it (the CDK app, `semif package-model` and the scripts import thes
 - `kernel_paths`: which compute kernels a model's weight types take on an accelerator;
 - `llama_flags` (with `llama_server_flags.json`, `llama_server_unsafe_flags.json`): the `SM_LLAMA_CPP_*` ->
   llama-server flag mapping and its checks;
-- `reference`: docs/configuration.md, generated from the settings model and the flag list.
+- `reference`: docs/configuration-*.md, generated from the settings model and the flag list.
 
 Dependencies point one way: these import the runtime modules (the engine, the settings), never the reverse.
 """

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.methods import Letters, Likelihood, Method, Pmi, Work
+from ..core.methods import Letters, Likelihood, Method, Pmi, PromptRunner
 from ..core.prompt import ANSWERS_SYSTEM_TEXT, LETTERS_SYSTEM_TEXT
 from ..core.question import Scoring
 from ..core.scoring import score
 from ..doors.request_schema import Decision, DecisionRequest
-from ..engine.kv_engine import DecisionEngine
+from ..engine.kv_engine import KvEngine
 from ..engine.llama_runtime import LlamaRuntime
 from ..engine.prefix_cache import PrefixCache
 from ..engine.tokens import PromptTokenizer
@@ -41,8 +41,8 @@ class Scorer:
         likelihood = Likelihood(self.runtime.chat_frame(settings.chat_template, ANSWERS_SYSTEM_TEXT))
         self.methods: dict[str, Method] = {"letters": Letters(letters, self.runtime.slot_tokens(letters)),
                                            "likelihood": likelihood, "pmi": Pmi(likelihood)}
-        self.engine = DecisionEngine(self.runtime, PrefixCache(0))
-        self.work = Work(PromptTokenizer(self.runtime), self.engine)
+        self.engine = KvEngine(self.runtime, PrefixCache(0))
+        self.work = PromptRunner(PromptTokenizer(self.runtime), self.engine)
 
     def probabilities(self, decision: Decision, method: str) -> tuple[np.ndarray, float]:
         """The response's probabilities (no calibration, temperature 1) and the engine's time in ms."""

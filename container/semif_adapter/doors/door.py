@@ -14,10 +14,10 @@ from typing import Any, Protocol
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..core.decided import Decided
 from ..core.identity import ModelIdentity
 from ..core.question import Question
 from ..core.question_frames import Frames
-from ..core.service import Decided
 from .systemone_contract import rendered_response
 
 __all__ = ["JSON", "ROUTE_ATTRIBUTE", "Door", "Reading", "Ticket", "rendered_response"]

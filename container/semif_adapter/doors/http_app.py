@@ -21,9 +21,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..core.decided import Decided
 from ..core.decider import Decider
 from ..core.question import Question, canonical_state
-from ..core.service import Decided
 from ..errors import NotReadyError, RequestError
 from . import jsonlines, openai_contract
 from .api_keys import ApiKeys

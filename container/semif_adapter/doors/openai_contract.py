@@ -20,10 +20,10 @@ from typing import Any
 
 from starlette.responses import Response
 
+from ..core.decided import Decided
 from ..core.identity import ModelIdentity
 from ..core.question import Kind, Question, Scoring
 from ..core.question_frames import DEFAULT_FRAMES, Frames
-from ..core.service import Decided
 from ..core.typed_questions import YES, Asking, Option
 from ..errors import PromptTooLongError, RequestError, ServiceError
 from .openai_input import read, state
@@ -176,10 +176,13 @@ class DecisionsTicket:
         `cache_write_tokens` the input computed here and saved for the next request."""
         if not decided:
             return _usage(0, 0, 0)
-        prefix = max(d.raw.effort.prefix_tokens for d in decided)
-        held = min(prefix, *(d.cached_tokens for d in decided))  # the first question to run met the cache as it was
-        cached = held + sum(max(0, min(d.cached_tokens, d.raw.effort.read_tokens) - prefix) for d in decided)
         total = input_tokens(decided)
+        prefixes = [d.tokens.prefix for d in decided]
+        if None in prefixes:  # no shared opening counted: what each question's own count says was reused
+            return _usage(total, min(total, sum(min(d.cached_tokens, d.tokens.read) for d in decided)), 0)
+        prefix = max(p for p in prefixes if p is not None)
+        held = min(prefix, *(d.cached_tokens for d in decided))  # the first question to run met the cache as it was
+        cached = held + sum(max(0, min(d.cached_tokens, d.tokens.read) - prefix) for d in decided)
         return _usage(total, min(cached, total), prefix - held if self.writes_prefix else 0)
 
     def respond(self, answers: Sequence[Decided | BaseException], request_id: str, *, invocations: bool) -> Response:

@@ -5,33 +5,30 @@ from __future__ import annotations
 
 import json
 
+from ..core.decided import Decided
 from ..core.identity import ModelIdentity
-from ..core.service import Decided
 from .request_schema import DecisionRequest
 
 
 def timing_document(decided: Decided) -> dict[str, object]:
-    """Where the time went and what was reused; an answer from the result cache computed nothing."""
-    effort, from_results = decided.raw.effort, decided.from_results
+    """Where the time went and what was reused: what the engine that answered measured, nothing it did not (a
+    native answer has no queue, tokenization, restore or output rows of its own: those keys are left out)."""
+    timing, tokens = decided.timing, decided.tokens
     document: dict[str, object] = {
-        "queue_ms": round(decided.queue_ms, 3),
-        "tokenize_ms": 0.0 if from_results else round(effort.tokenize_ms, 3),
-        "restore_ms": 0.0 if from_results else round(effort.restore_ms, 3),
-        "forward_ms": 0.0 if from_results else round(effort.forward_ms, 3),
-        "total_ms": round(decided.total_ms, 3),
-        "prompt_tokens": decided.prompt_tokens,
-        "cached_tokens": decided.cached_tokens,
-        "evaluated_tokens": decided.evaluated_tokens,
-        "output_rows": 0 if from_results else effort.output_rows,
-        "cache_source": decided.cache_source,
+        "queue_ms": _ms(timing.queue_ms), "tokenize_ms": _ms(timing.tokenize_ms),
+        "restore_ms": _ms(timing.restore_ms), "forward_ms": _ms(timing.forward_ms), "total_ms": _ms(timing.total_ms),
+        "prompt_tokens": tokens.prompt, "cached_tokens": tokens.cached, "evaluated_tokens": tokens.evaluated,
+        "output_rows": tokens.output_rows, "cache_source": tokens.source, "baseline_cached": decided.baseline_cached,
     }
-    if decided.raw.baseline_cached is not None:
-        document["baseline_cached"] = from_results or decided.raw.baseline_cached
-    return document
+    return {key: value for key, value in document.items() if value is not None}
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def render(request: DecisionRequest, decided: Decided, model: ModelIdentity) -> bytes:
-    decision, raw, scores = request.decision, decided.raw, decided.scores
+    decision, scores = request.decision, decided.scores
     document = {
         "decision_id": decision.id,
         "option_ids": [option.id for option in decision.options],
@@ -40,11 +37,11 @@ def render(request: DecisionRequest, decided: Decided, model: ModelIdentity) -> 
         "scoring": decided.method,
         "warnings": scores.warnings,
         "calibration": scores.calibration,
-        "allowed_token_mass": raw.allowed_token_mass,
+        "allowed_token_mass": decided.allowed_token_mass,
         "temperature": request.temperature,
         "debias": request.debias.value,
         "timing": timing_document(decided),
         "model": model.document,
-        "prompt": {"version": raw.prompt.version, "sha256": raw.prompt.sha256},
+        "prompt": {"version": decided.prompt.version, "sha256": decided.prompt.sha256},
     }
     return json.dumps(document, separators=(",", ":")).encode()

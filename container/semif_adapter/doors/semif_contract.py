@@ -11,9 +11,9 @@ from typing import Any
 
 from starlette.responses import Response
 
+from ..core.decided import Decided
 from ..core.identity import ModelIdentity
 from ..core.question import Question, canonical_state
-from ..core.service import Decided
 from ..errors import ServiceError
 from .request_schema import DecisionRequest, validate_document, validate_request
 from .response import render

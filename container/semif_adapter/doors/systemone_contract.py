@@ -18,10 +18,10 @@ from typing import Any
 
 from starlette.responses import Response
 
+from ..core.decided import Decided
 from ..core.identity import ModelIdentity
 from ..core.question import Kind, Question
 from ..core.question_frames import DEFAULT_FRAMES, Frames
-from ..core.service import Decided
 from ..errors import RequestError, ServiceError
 from .response import timing_document
 from .systemone_questions import to_questions
@@ -151,14 +151,19 @@ def refused_line(error: BaseException, number: int, request_id: str) -> bytes:
 def input_tokens(decided: Sequence[Decided]) -> int:
     """The prompt tokens the request was charged: the shared opening (template and state) once, then each
     question's own tokens (its criterion and every answer it scored)."""
-    prefix = max(d.raw.effort.prefix_tokens for d in decided)
-    return prefix + sum(d.raw.effort.read_tokens - d.raw.effort.prefix_tokens for d in decided)
+    prefixes = [d.tokens.prefix for d in decided]
+    if None in prefixes:  # no shared opening counted (llama-server counts per request): each question's whole share
+        return sum(d.tokens.read for d in decided)
+    return max(p for p in prefixes if p is not None) + sum(d.tokens.read - (d.tokens.prefix or 0) for d in decided)
 
 
 def request_timing(decided: Sequence[Decided]) -> dict[str, Any]:
-    return {"total_ms": round(max(d.total_ms for d in decided), 3),
-            "queue_ms": round(min(d.queue_ms for d in decided), 3),
-            "evaluated_tokens": sum(d.evaluated_tokens for d in decided),
+    """The request's time and tokens; `queue_ms` only where the engine measured one (not llama-server's path)."""
+    queued = [d.queue_ms for d in decided if d.queue_ms is not None]
+    document: dict[str, Any] = {"total_ms": round(max(d.total_ms for d in decided), 3)}
+    if queued:
+        document["queue_ms"] = round(min(queued), 3)
+    return {**document, "evaluated_tokens": sum(d.evaluated_tokens for d in decided),
             "cached_tokens": sum(d.cached_tokens for d in decided)}
 
 
@@ -178,12 +183,12 @@ def score_confidence(probabilities: Sequence[float]) -> float:
 
 
 def _extras(answer: Decided) -> dict[str, Any]:
-    raw, question = answer.raw, answer.question
+    question = answer.question
     return {"x_option_logits": {a.id: logit for a, logit in zip(question.answers, answer.scores.option_logits,
                                                                    strict=True)},
             "x_warnings": answer.scores.warnings,
             "x_calibration": answer.scores.calibration,
-            "x_prompt": {"version": raw.prompt.version, "sha256": raw.prompt.sha256},
+            "x_prompt": {"version": answer.prompt.version, "sha256": answer.prompt.sha256},
             "x_timing": timing_document(answer)}
 
 

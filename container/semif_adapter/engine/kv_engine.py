@@ -1,20 +1,19 @@
 """Plan tokens -> KV cache -> the logits a scoring method asked for. Method-agnostic.
 
 Sequence 0 of the KV cache holds a prefix (head, state) in cells [0, n): either still there from the previous
-request, restored from the host-memory `PrefixCache`, or evaluated now (and saved there by `settle`, which the
-service calls once the answer is handed back); a new state that opens like the held one, or like a saved one, keeps
-that opening where `partial_reuse` shows it to be exact. The rest is evaluated fresh on every request, always at the
-same boundaries, in the plan's fixed order: the common part (the criterion...) and the branches, one sequence id
-each. The prefix's cells are given to every branch's sequence (`llama_memory_seq_cp`); the common part's tokens
-belong to all of them, and an opening several branches share to each of those (a token may carry several sequence
-ids: `branch_trie`), so each is computed once. Rows of several sequences in one llama_decode disturb each other in
-this llama.cpp (docs/quality.md, "Answers side by side"), so pieces of several sequences share calls only under
-flash attention's tile, cut where `suffix_windows` finds it safe, and only if the start-up probe
+request, restored from the host-memory `PrefixCache`, or evaluated now (and saved there by `save_pending_prefix`,
+which the service calls once the answer is handed back); a new state that opens like the held one, or like a saved
+one, keeps that opening where `partial_reuse` shows it to be exact. The rest is evaluated fresh on every request,
+always at the same boundaries, in the plan's fixed order: the common part (the criterion...) and the branches, one
+sequence id each. The prefix's cells are given to every branch's sequence (`llama_memory_seq_cp`); the common part's
+tokens belong to all of them, and an opening several branches share to each of those (a token may carry several
+sequence ids: `branch_trie`), so each is computed once. Rows of several sequences in one llama_decode disturb each
+other in this llama.cpp (docs/quality.md, "Answers side by side"), so pieces of several sequences share calls only
+under flash attention's tile, cut where `suffix_windows` finds it safe, and only if the start-up probe
 (`enable_mixed_windows`) finds that exact; otherwise each piece is a call of its own. Either way a branch's numbers
 never depend on the branches beside it. llama.cpp's CPU kernels also round differently with the batch's packing, so
 fixed boundaries and a fixed order are what make a decision's numbers independent of the cache and of what else was
-asked before. After every request, errors included, the cache holds only sequence 0's prefix in cells [0, n).
-"""
+asked before. After every request, errors included, the cache holds only sequence 0's prefix in cells [0, n)."""
 
 from __future__ import annotations
 
@@ -64,7 +63,7 @@ def decoded_length(tokens: Sequence[int], reads: Mapping[int, Sequence[int]]) ->
     return max(reads) + 1 if reads else 0
 
 
-class DecisionEngine(BatchDecoder):
+class KvEngine(BatchDecoder):
     """Evaluates plans on one llama.cpp context; callers serialise access to it. Engines on other contexts of
     the same runtime may share the `PrefixCache` and the `CoreShare` with it."""
 
@@ -73,7 +72,8 @@ class DecisionEngine(BatchDecoder):
         super().__init__(runtime, context or runtime.primary, cores)
         self.cache = cache
         self._live: tuple[tuple[str, Sequence[int]], ...] = ()  # (text, tokens) of the chunks sequence 0 holds
-        self._unsaved: tuple[tuple[str, ...], int, Sequence[int]] | None = None  # (key, tokens, state): see settle
+        # (key, tokens, state) of the prefix decoded last and not yet saved: see save_pending_prefix
+        self._unsaved: tuple[tuple[str, ...], int, Sequence[int]] | None = None
         self._claim = contextlib.ExitStack()  # other workers wait on the unsaved prefix until it is saved
         self.reuse = ReuseRule(runtime.n_ubatch, enabled=False)
         self.mixed = False  # whether pieces of several sequences may share calls (`enable_mixed_windows`)
@@ -89,7 +89,7 @@ class DecisionEngine(BatchDecoder):
             raise PromptTooLongError(needed, self.runtime.n_ctx, f"{planned.prefix} prefix + {len(planned.common)} "
                                      f"common + {sum(lengths)} option tokens")
         nodes = branch_trie([b[:length] for b, length in zip(planned.branches, lengths, strict=True)], reads.branches)
-        self.settle()  # the previous evaluation's prefix, before this one may replace it
+        self.save_pending_prefix()  # the previous evaluation's prefix, before this one may replace it
         started = time.perf_counter()
         try:
             with contextlib.ExitStack() as claim:
@@ -97,7 +97,7 @@ class DecisionEngine(BatchDecoder):
                     claim.enter_context(self.cache.evaluating(planned.key))  # waits outside the core share
                 with self._working():
                     cached, source, restore_ms = self._hold_prefix(planned)
-                    self._claim = claim.pop_all()  # released by settle(), once the prefix is saved
+                    self._claim = claim.pop_all()  # released by save_pending_prefix(), once the prefix is saved
                     if self._unsaved is None:
                         self._claim.close()  # nothing to save: other workers may go on
                     common, rows = self._evaluate_suffix(planned, reads, lengths, nodes)
@@ -115,12 +115,12 @@ class DecisionEngine(BatchDecoder):
                             cache_source=source,
                             restore_ms=restore_ms, forward_ms=(time.perf_counter() - started) * 1000 - restore_ms)
 
-    def settle(self) -> None:
+    def save_pending_prefix(self) -> None:
         """Save the prefix the last evaluation decoded to the host cache, then let workers waiting for it go on.
 
         Sequence 0 holds exactly that prefix between evaluations, so the copy (a fresh allocation of a few MB and
         its page faults: 4-28 ms for a 370-token state here) can wait until the answer is handed back; the next
-        evaluation settles first. Callers that do not hand anything back in between settle at once (`Work`)."""
+        evaluation saves it first. Callers that do not hand anything back in between save at once (`PromptRunner`)."""
         unsaved, self._unsaved = self._unsaved, None
         try:
             if unsaved is not None:
@@ -363,9 +363,9 @@ class DecisionEngine(BatchDecoder):
 
 
 
-def worker_engines(runtime: LlamaRuntime, cache: PrefixCache, workers: int, cores: int) -> list[DecisionEngine]:
+def worker_engines(runtime: LlamaRuntime, cache: PrefixCache, workers: int, cores: int) -> list[KvEngine]:
     """One engine per decision worker, each on a context of its own (the runtime's first, then new ones), sharing
     the prefix cache and, when there are several, a `CoreShare` of `cores`."""
     share = CoreShare(cores) if workers > 1 else None
     contexts = [runtime.primary, *(runtime.new_context() for _ in range(workers - 1))]
-    return [DecisionEngine(runtime, cache, context, share) for context in contexts]
+    return [KvEngine(runtime, cache, context, share) for context in contexts]

@@ -19,14 +19,14 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
-from ..settings import DEFAULT_MAX_CONTEXT, Settings
 from .gguf_header import GGUFHeaderError, GGUFInfo, read_gguf_info, require_complete
+from .llama_settings import LlamaSettings, context_size
 from .prompt_plan import PLAIN_FRAME, SLOT_LETTERS, USER_SENTINEL, ChatFrame
 from .tool_call_template import ToolCallTemplate
 
 LOG = logging.getLogger("semif_adapter")
 MAX_BRANCHES = 255  # one sequence per scored branch: System One's 255 options (letters: 16 at most)
-PAD_SEQ = MAX_BRANCHES  # the sequence of the pad row a lone token's call gets (`DecisionEngine._run`)
+PAD_SEQ = MAX_BRANCHES  # the sequence of the pad row a lone token's call gets (`KvEngine._run`)
 DEFAULT_UBATCH = 512
 MIN_DEFAULT_UBATCH = 64  # flash attention's tiled kernel (GGML_FA_TILE_Q): partial_reuse's rules assume it
 LOGITS_BUDGET_BYTES = 128 << 20  # one ubatch's float logits, per context
@@ -145,7 +145,7 @@ class LlamaContext:
 class LlamaRuntime:
     """One model and its contexts (`new_context`); the first one is created with the model."""
 
-    def __init__(self, model_path: Path, settings: Settings) -> None:
+    def __init__(self, model_path: Path, settings: LlamaSettings) -> None:
         load_backends()
         try:
             with model_path.open("rb") as stream:
@@ -173,7 +173,7 @@ class LlamaRuntime:
             if llama_cpp.llama_vocab_type(self.vocab) in BYTE_PARTITIONING_VOCABS else None
         context_train = int(llama_cpp.llama_model_n_ctx_train(self.model))
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = settings.ctx_size or min(context_train, DEFAULT_MAX_CONTEXT)
+        params.n_ctx = context_size(settings.ctx_size, context_train)
         params.n_batch = settings.batch_size
         params.n_ubatch = settings.ubatch_size or default_ubatch(self.vocab_size, settings.batch_size)
         params.n_seq_max = MAX_BRANCHES + 1  # and the pad row's

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..kinds import HostingMode
 from .dedicated import Dedicated
-from .mode import HostingRules, Room
+from .mode import HostingRules, ServingCapacity
 from .serverless import Serverless
 from .shared import Shared
 
@@ -16,4 +16,4 @@ def mode_for(name: HostingMode) -> HostingRules:
     return MODES[name]
 
 
-__all__ = ["MODES", "HostingRules", "Room", "mode_for"]
+__all__ = ["MODES", "HostingRules", "ServingCapacity", "mode_for"]

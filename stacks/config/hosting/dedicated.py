@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..container_keys import GPU_LAYERS_KEY
 from ..kinds import EndpointKind, HostingMode
 from ..problems import Problems
-from .mode import HostingRules, Room, instance_fit, instance_room
+from .mode import HostingRules, ServingCapacity, instance_fit, whole_instance
 
 if TYPE_CHECKING:
     from ..environment import EnvironmentSettings
@@ -45,6 +45,6 @@ class Dedicated(HostingRules):
         return [problem for key, instance_type in self.instance_types(settings, kind)
                 for problem in instance_fit(key, instance_type, model_bytes, gpu_layers)]
 
-    def decision_rooms(self, settings: EnvironmentSettings) -> list[Room]:
-        rooms = (instance_room(key, instance_type) for key, instance_type in self.instance_types(settings, "decision"))
-        return [room for room in rooms if room is not None]
+    def decision_capacities(self, settings: EnvironmentSettings) -> list[ServingCapacity]:
+        found = (whole_instance(key, instance_type) for key, instance_type in self.instance_types(settings, "decision"))
+        return [capacity for capacity in found if capacity is not None]

@@ -1,8 +1,8 @@
 """What every hosting mode answers, so that the rest of stacks/ asks the mode instead of comparing its name.
 
 A mode is one class (dedicated.py, shared.py, serverless.py) with the keys it needs and refuses, its own rules,
-what the model runs on (instance types and the decision endpoint's rooms), the names it serves under and what it
-adds to the container's environment. Its resources and dashboard widgets are its twin in stacks/endpoints/modes/
+what the model runs on (instance types and the decision endpoint's serving capacities), the names it serves under and
+what it adds to the container's environment. Its resources and dashboard widgets are its twin in stacks/endpoints/modes/
 (config holds no constructs). A new mode is a module here, one there, and its name in the schema (kinds.py).
 """
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Room:
+class ServingCapacity:
     """What one decision instance (or component copy, or serverless endpoint) has, and the key that sizes it."""
 
     key: str
@@ -42,13 +42,13 @@ def _size(count: int) -> str:
     return f"{count / GIB:,.1f} GiB" if count >= GIB else f"{count / MIB:,.0f} MiB"
 
 
-def instance_room(key: str, instance_type: str) -> Room | None:
-    """A whole instance as a room of the decision model (None: a type the instance table does not list)."""
+def whole_instance(key: str, instance_type: str) -> ServingCapacity | None:
+    """A whole instance as what the decision model runs on (None: a type the instance table does not list)."""
     capacity = instance_capacity(instance_type)
     if capacity is None:
         return None
-    return Room(key, key, instance_type, int(capacity.memory_gib * GIB),
-                int(capacity.gpus * capacity.gpu_memory_gib * GIB), capacity.gpus, capacity.vcpus)
+    return ServingCapacity(key, key, instance_type, int(capacity.memory_gib * GIB),
+                           int(capacity.gpus * capacity.gpu_memory_gib * GIB), capacity.gpus, capacity.vcpus)
 
 
 def instance_fit(key: str, instance_type: str, model_bytes: int, gpu_layers: str | None) -> Problems:
@@ -118,7 +118,7 @@ class HostingRules:
         the model; whole instances are model_fit.py's."""
         return []
 
-    def decision_rooms(self, settings: EnvironmentSettings) -> list[Room]:
+    def decision_capacities(self, settings: EnvironmentSettings) -> list[ServingCapacity]:
         """What the decision model has in this mode besides whole instances (those are decision_memory.py's)."""
         return []
 

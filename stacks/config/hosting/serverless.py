@@ -11,7 +11,7 @@ from ..container_keys import MAX_BODY_KEY
 from ..instances import MIB
 from ..kinds import EndpointKind, HostingMode
 from ..problems import Problems
-from .mode import HostingRules, OwnBlock, Room
+from .mode import HostingRules, OwnBlock, ServingCapacity
 
 if TYPE_CHECKING:
     from ..environment import EnvironmentSettings
@@ -75,12 +75,12 @@ class Serverless(HostingRules):
                  f"adapter's own {MIN_RESERVE_BYTES // MIB} MB (Python, HTTP server, request bodies); the context's "
                  "KV cache comes on top; choose a larger memory_mb (at most 6144)")]
 
-    def decision_rooms(self, settings: EnvironmentSettings) -> list[Room]:
+    def decision_capacities(self, settings: EnvironmentSettings) -> list[ServingCapacity]:
         serverless = settings.decision.serverless
         if serverless is None:
             return []
-        return [Room("decision.serverless.memory_mb", "decision.serverless.memory_mb", "the serverless endpoint",
-                     serverless.memory_mb * MIB)]
+        key = "decision.serverless.memory_mb"
+        return [ServingCapacity(key, key, "the serverless endpoint", serverless.memory_mb * MIB)]
 
     def endpoint_name(self, stack_name: str, kind: EndpointKind) -> str:
         """A new name: SageMaker cannot update an instance-based endpoint into a serverless one or back."""

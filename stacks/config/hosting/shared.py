@@ -14,7 +14,7 @@ from ..endpoint import Component
 from ..instances import GIB, MIB, InstanceCapacity, describe_instance, instance_capacity, instance_problem
 from ..kinds import EndpointKind, HostingMode
 from ..problems import Problems
-from .mode import HostingRules, OwnBlock, Room
+from .mode import HostingRules, OwnBlock, ServingCapacity
 
 if TYPE_CHECKING:
     from ..environment import EnvironmentSettings
@@ -90,20 +90,21 @@ class Shared(HostingRules):
                          "bytes) and cannot be loaded; reserve more")]
         return []
 
-    def decision_rooms(self, settings: EnvironmentSettings) -> list[Room]:
+    def decision_capacities(self, settings: EnvironmentSettings) -> list[ServingCapacity]:
         """One copy of the decision component, on each pool's GPUs."""
         component = settings.decision.component
         if component is None:
             return []
-        rooms = []
+        capacities = []
         for _, instance_type in self.instance_types(settings, "decision"):
-            capacity = instance_capacity(instance_type)
-            if capacity is not None:
-                rooms.append(Room("decision.component.memory_mb", "decision.component.accelerators",
-                                  "one copy of the decision component", component.memory_mb * MIB,
-                                  int(component.accelerators * capacity.gpu_memory_gib * GIB), component.accelerators,
-                                  max(1, math.ceil(component.cpu_cores))))
-        return rooms
+            instance = instance_capacity(instance_type)
+            if instance is not None:
+                capacities.append(ServingCapacity(
+                    "decision.component.memory_mb", "decision.component.accelerators",
+                    "one copy of the decision component", component.memory_mb * MIB,
+                    int(component.accelerators * instance.gpu_memory_gib * GIB), component.accelerators,
+                    max(1, math.ceil(component.cpu_cores))))
+        return capacities
 
     def container_defaults(self, settings: EnvironmentSettings, kind: EndpointKind) -> dict[str, str]:
         """Two llama.cpp processes share the instance: each uses the cores its copy reserves, not every core of the

@@ -18,7 +18,7 @@ from stacks.artifact.source import ArtifactCache, LocalArtifact, prepare_artifac
 from stacks.cdk_app import CACHE_DIR
 from stacks.config import ConfigError, GgufModel
 from stacks.config.decision_engine import check_decision_engine, decision_engine
-from stacks.config.decision_memory import decision_memory, decision_rooms
+from stacks.config.decision_memory import decision_capacities, decision_memory
 from stacks.config.instances import GIB
 from stacks.config.model_fit import check_model_fit
 from stacks.prepare import model_warnings
@@ -104,15 +104,15 @@ def test_the_fit_counts_llama_servers_slots_not_our_workers(openjev: tuple[Path,
     _, info = openjev
     assert info.kv_bytes_per_token
     settings = load("dev").settings
-    (room,) = decision_rooms(settings)
+    (capacity,) = decision_capacities(settings)
     facts = {"model_bytes": GIB, "context_length": info.context_length, "kv_bytes_per_token": info.kv_bytes_per_token}
-    ours = decision_memory(settings, room, **facts)
-    native = decision_memory(settings, room, **facts, engine="native")
+    ours = decision_memory(settings, capacity, **facts)
+    native = decision_memory(settings, capacity, **facts, engine="native")
     assert (ours.workers, native.workers) == (2, 1)
     assert native.kv == 4096 * info.kv_bytes_per_token
     assert native.resident()[1][0] == "llama-server's KV cache of 4096 tokens (1 slot(s) of 4096)"
     slots = load("dev", {"decision": {"env": {"SEMIF_WORKERS": "3"}}}).settings
-    assert decision_memory(slots, room, **facts, engine="native").kv == 3 * 4096 * info.kv_bytes_per_token
+    assert decision_memory(slots, capacity, **facts, engine="native").kv == 3 * 4096 * info.kv_bytes_per_token
 
 
 def test_a_decision_model_too_large_for_its_slots_fails_naming_the_native_numbers(

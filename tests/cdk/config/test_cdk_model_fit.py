@@ -11,7 +11,7 @@ from support.models import MATRIX, MatrixModel
 
 from semif_adapter.engine.prefix_cache import MIN_RESERVE_BYTES
 from stacks.config import ConfigError
-from stacks.config.decision_memory import decision_memory, decision_rooms
+from stacks.config.decision_memory import decision_capacities, decision_memory
 from stacks.config.instances import GIB
 from stacks.config.model_fit import check_model_fit
 
@@ -91,15 +91,15 @@ def test_with_every_layer_on_the_gpu_the_kv_cache_counts_there_and_the_prefix_ca
 def test_the_worker_count_is_the_adapters_default_for_where_it_runs(env_name: str, changes: dict,
                                                                     workers: int) -> None:
     settings = load(env_name, changes).settings
-    (room,) = decision_rooms(settings)
-    memory = decision_memory(settings, room, model_bytes=GIB, context_length=8192, kv_bytes_per_token=1000)
+    (capacity,) = decision_capacities(settings)
+    memory = decision_memory(settings, capacity, model_bytes=GIB, context_length=8192, kv_bytes_per_token=1000)
     assert memory.workers == workers
     assert memory.kv == workers * memory.n_ctx * 1000  # type: ignore[operator]
 
 
 def test_an_unset_context_is_the_models_capped_at_8192_and_an_unknown_kv_size_counts_nothing() -> None:
     settings = load("dev", {"llama_env": {"SM_LLAMA_CPP_CTX_SIZE": None}}).settings
-    (room,) = decision_rooms(settings)
-    assert decision_memory(settings, room, model_bytes=GIB, context_length=32768, kv_bytes_per_token=10).n_ctx == 8192
-    assert decision_memory(settings, room, model_bytes=GIB, context_length=2048, kv_bytes_per_token=10).n_ctx == 2048
-    assert decision_memory(settings, room, model_bytes=GIB, context_length=2048, kv_bytes_per_token=None).kv == 0
+    (host,) = decision_capacities(settings)
+    assert decision_memory(settings, host, model_bytes=GIB, context_length=32768, kv_bytes_per_token=10).n_ctx == 8192
+    assert decision_memory(settings, host, model_bytes=GIB, context_length=2048, kv_bytes_per_token=10).n_ctx == 2048
+    assert decision_memory(settings, host, model_bytes=GIB, context_length=2048, kv_bytes_per_token=None).kv == 0
