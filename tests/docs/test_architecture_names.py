@@ -4,7 +4,8 @@
 A path (`core/service.py`, `config/hosting/`, `stacks/config/hosting/<mode>.py`) is found from the repository root,
 under the adapter, stacks/, scripts/, bench/ or tests/, or, given bare, anywhere in the code. A name
 (`DecisionService._decide`, `http_app.build_app(service)`, `.yes_no`) is an identifier the code defines or uses (a
-value such as `native` may be a string the code holds), and `Class.member` is defined on that class or a base it names."""
+value such as `native` may be a string the code holds), and `Class.member` is defined on that class or a base it
+names."""
 
 from __future__ import annotations
 
