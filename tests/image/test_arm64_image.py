@@ -45,9 +45,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.arm64]
 # than native (measured: development.md, "The arm64 image"), so the deadlines are far above the x86-64 image's 120 s.
 START_TIMEOUT_S = 1800.0
 ANSWER_TIMEOUT_S = 900.0
-# One llama.cpp thread: run at the lowest priority beside other work, a second thread would often be kept off its
-# core while the first spins at the barrier (development.md, on `make test`'s two sessions).
-ARM64_LLAMA_ENV = {**LLAMA_ENV, "SM_LLAMA_CPP_THREADS": "1", "SM_LLAMA_CPP_THREADS_BATCH": "1"}
 AARCH64 = 183  # e_machine of an aarch64 ELF file
 STATE = "Customer: my parcel arrived today and the laptop screen is cracked."
 QUESTIONS = {"refund": {"type": "noul", "instructions": "Should support refund the order?"}}
@@ -69,7 +66,7 @@ def arm64_image() -> BuiltImage:
 def arm64_serving(arm64_image: BuiltImage) -> Iterator[Container]:
     """A container of the arm64 image on the embedded model, polled on /ping until it answers 200."""
     path = embedded_model_path()
-    container = run_container(arm64_image.reference, {path.name: path}, ARM64_LLAMA_ENV, arch="arm64")
+    container = run_container(arm64_image.reference, {path.name: path}, LLAMA_ENV, arch="arm64")
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
         while True:
