@@ -21,7 +21,7 @@ def test_dockerfile_passes_hadolint():
 def test_dockerfile_builds_from_the_dlc_and_runs_serve():
     text = (CONTAINER / "Dockerfile").read_text()
     assert "ARG BASE_IMAGE=763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1" in text
-    assert "\nFROM ${BASE_IMAGE}\n" in text
+    assert "\nFROM --platform=$TARGETPLATFORM ${BASE_IMAGE}\n" in text
     assert "LABEL com.amazonaws.sagemaker.capabilities.accept-bind-to-port=true" in text
     assert 'ENTRYPOINT ["/usr/local/bin/serve"]' in text and 'CMD ["serve"]' in text
     assert "COPY serve /usr/local/bin/serve" in text and "COPY semif_adapter " in text

@@ -6,6 +6,12 @@ second run rebuilds only from the first step whose input changed; one build at a
 in the per-user cache). `--format docker` because the OCI format drops `SHELL`; `--isolation chroot` and
 podman's `--runtime runc` because this kind of sandbox has no user namespaces for buildah's default and
 cgroups that crun refuses; `--ulimit`s explicit because the sandbox forbids raising them to podman's defaults.
+
+`build_decision_image("arm64")` builds the Graviton image (`--platform linux/arm64`, the build args the CDK app
+passes for an arm64 environment) FROM the arm64 stand-in: its RUN steps run under the qemu-user emulator that
+binfmt_misc registers (`emulator_problem` says why not), except llama.cpp's compile, which the Dockerfile's `llama`
+stage does on this machine's platform with the cross builder (`ensure_cross_builder`); its own tag, log and lock,
+so an x86-64 image build on this machine never waits for it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from standin_dlc import ensure_standin_image
+from standin_dlc import ensure_cross_builder, ensure_standin_image
 
 from scripts.dev.build_llama_cpp import cache_root
 from scripts.local.processes import LOOPBACK, free_port
@@ -32,6 +38,13 @@ from stacks.image.decision_image import CONTAINER_DIR, build_args_for
 IMAGE = "localhost/semif-decision-test:latest"
 TOOLS = ("buildah", "podman", "runc", "mmdebstrap", "gcc")
 BUILD_TIMEOUT_S = 45 * 60  # a cold build is about 6-10 minutes on 2 cores
+# Per Debian architecture: the image's tag, the instance type whose build args it gets, extra tools, the timeout.
+ARM64_IMAGE = "localhost/semif-decision-test-arm64:latest"
+ARM64_TOOLS = ("aarch64-linux-gnu-gcc",)
+ARM64_BUILD_TIMEOUT_S = 90 * 60  # the steps of the image's platform emulated: docs/development.md, "The arm64 image"
+# binfmt_misc's entry for aarch64 ELF files: Debian's qemu-user-static (with binfmt-support) registers it.
+BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
+QEMU_AARCH64 = BINFMT_DIR / "qemu-aarch64"
 PODMAN = ("podman", "--runtime", "runc")
 _names = itertools.count()
 
@@ -42,8 +55,31 @@ def work_dir() -> Path:
     return path
 
 
-def missing_tools() -> list[str]:
-    return [tool for tool in TOOLS if shutil.which(tool) is None]
+def missing_tools(arch: str = "amd64") -> list[str]:
+    tools = TOOLS + (ARM64_TOOLS if arch == "arm64" else ())
+    return [tool for tool in tools if shutil.which(tool) is None]
+
+
+def emulator_problem() -> str | None:
+    """Why this machine cannot run arm64 programs (for a build's RUN steps and the container), or None.
+
+    The kernel hands an aarch64 ELF file to the interpreter registered in binfmt_misc; it must be enabled and
+    carry the F flag (the interpreter opened when registered, so it runs inside the build's chroot too)."""
+    fix = ("`apt-get install qemu-user-static binfmt-support` (Debian), then "
+           "`update-binfmts --enable qemu-aarch64`")
+    if not (BINFMT_DIR / "status").exists():
+        return (f"binfmt_misc is not mounted at {BINFMT_DIR}: `mount -t binfmt_misc binfmt_misc {BINFMT_DIR}`, "
+                f"then {fix}")
+    if not QEMU_AARCH64.exists():
+        return f"no aarch64 emulator is registered ({QEMU_AARCH64} is missing): {fix}"
+    entry = QEMU_AARCH64.read_text()
+    flags = next((line.split(":", 1)[1].strip() for line in entry.splitlines() if line.startswith("flags:")), "")
+    if not entry.startswith("enabled"):
+        return f"{QEMU_AARCH64} is registered but disabled: `update-binfmts --enable qemu-aarch64`"
+    if "F" not in flags:
+        return (f"{QEMU_AARCH64} lacks the F flag (flags: {flags or 'none'}): the build's chroot cannot reach the "
+                "interpreter; Debian's qemu-user-static registers it with F")
+    return None
 
 
 @dataclass(frozen=True)
@@ -55,21 +91,31 @@ class BuiltImage:
     log: Path
 
 
-def build_decision_image() -> BuiltImage:
-    """Build (or find in the layer cache) the decision image FROM the stand-in base."""
+def build_decision_image(arch: str = "amd64") -> BuiltImage:
+    """Build (or find in the layer cache) the decision image FROM the stand-in base of `arch` (amd64, arm64)."""
     work = work_dir()
-    log, image_id = work / "build.log", work / f"image-id.{os.getpid()}"
-    with (work / "build.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # never two builds at once on one machine
+    suffix = "" if arch == "amd64" else f"-{arch}"
+    log, image_id = work / f"build{suffix}.log", work / f"image-id{suffix}.{os.getpid()}"
+    with (work / f"build{suffix}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # never two builds of one architecture at once on one machine
         started = time.monotonic()
-        base = ensure_standin_image(work)
-        args = build_args_for(ImageBuild(), "cpu", ["ml.m5.large"])  # what the stack passes for a CPU environment
+        base = ensure_standin_image(work, arch)
+        if arch == "arm64":  # what the stack passes for a Graviton CPU environment, and the emulated platform;
+            # llama.cpp cross-compiled on this machine's platform (the Dockerfile's `llama` stage), not emulated
+            args = {**build_args_for(ImageBuild(), "cpu", ["ml.c7g.xlarge"], "arm64"),
+                    "LLAMA_BUILDER_IMAGE": ensure_cross_builder(work, arch)}
+            # BUILDPLATFORM given: BuildKit sets it, Debian 12's buildah (1.28) does not (the cross builder is amd64)
+            platform = ["--platform", "linux/arm64", "--build-arg", "BUILDPLATFORM=linux/amd64"]
+            tag, timeout_s = ARM64_IMAGE, ARM64_BUILD_TIMEOUT_S
+        else:  # what the stack passes for a CPU environment
+            args = build_args_for(ImageBuild(), "cpu", ["ml.m5.large"])
+            platform, tag, timeout_s = [], IMAGE, BUILD_TIMEOUT_S
         command = ["buildah", "bud", "--isolation", "chroot", "--format", "docker", "--layers", "--pull=never",
-                   "--build-arg", f"BASE_IMAGE={base}", *(f"--build-arg={k}={v}" for k, v in args.items()),
+                   *platform, "--build-arg", f"BASE_IMAGE={base}", *(f"--build-arg={k}={v}" for k, v in args.items()),
                    "--label", f"org.opencontainers.image.base.name={base}", "--iidfile", str(image_id),
-                   "--tag", IMAGE, str(CONTAINER_DIR)]
+                   "--tag", tag, str(CONTAINER_DIR)]
         with log.open("w") as sink:
-            result = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S,
+            result = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, timeout=timeout_s,
                                     check=False)
         if result.returncode != 0:
             raise AssertionError(f"buildah bud failed ({result.returncode}); end of {log}:\n"
@@ -146,13 +192,16 @@ class Serving:
 
 
 def run_container(image: str, models: dict[str, Path], env: dict[str, str],
-                  args: tuple[str, ...] = ("serve",)) -> Container:
-    """Start `IMAGE serve` with each file of `models` bind-mounted read-only under /opt/ml/model."""
+                  args: tuple[str, ...] = ("serve",), arch: str | None = None) -> Container:
+    """Start `IMAGE serve` with each file of `models` bind-mounted read-only under /opt/ml/model (`arch`: the
+    image's architecture where it is not this machine's, which the kernel then runs through qemu-user)."""
     name = f"semif-image-test-{os.getpid()}-{next(_names)}"
     port = free_port()
     mounts = [arg for target, source in models.items()
               for arg in ("--volume", f"{source}:/opt/ml/model/{target}:ro")]
     environment = [arg for key, value in env.items() for arg in ("--env", f"{key}={value}")]
-    subprocess.run([*PODMAN, "run", "--detach", "--name", name, *ulimits(), "--publish", f"{LOOPBACK}:{port}:8080",
-                    *mounts, *environment, image, *args], capture_output=True, text=True, check=True, timeout=120)
+    platform = ["--arch", arch] if arch else []
+    subprocess.run([*PODMAN, "run", "--detach", "--name", name, *platform, *ulimits(),
+                    "--publish", f"{LOOPBACK}:{port}:8080", *mounts, *environment, image, *args],
+                   capture_output=True, text=True, check=True, timeout=120)
     return Container(name, port)

@@ -23,7 +23,7 @@ import pytest
 
 from scripts.dev import build_llama_cpp
 from stacks.config import ImageBuild
-from stacks.image.decision_image import CONTAINER_DIR, build_args_for
+from stacks.image.decision_image import ARM64_PORTABLE_CMAKE_ARGS, CONTAINER_DIR, build_args_for
 
 DOCKERFILE = CONTAINER_DIR / "Dockerfile"
 BINDINGS_LIB = "/opt/semif/lib/python3.11/site-packages/llama_cpp/lib"
@@ -54,7 +54,7 @@ def moved(command: str, root: Path) -> str:
 # -- the flags --------------------------------------------------------------------------------------------------------
 def image_cmake_flags(build_args: dict[str, str], tmp_path: Path) -> list[str]:
     """What the compile step passes to CMake for these build args (a stub cmake records its arguments)."""
-    text = stage("bindings")
+    text = stage("llama")
     build = tmp_path / "build"
     (build / "venv" / "bin").mkdir(parents=True)
     cmake = build / "venv" / "bin" / "cmake"
@@ -83,6 +83,23 @@ def test_the_image_compiles_llama_cpp_with_the_flags_of_the_tests_build(tmp_path
     assert f"-DCMAKE_INSTALL_RPATH={BINDINGS_LIB}" in flags
     assert {"-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags",
             "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags"} <= set(flags)
+
+
+def test_the_arm64_build_takes_the_neoverse_v1_flags_in_place_of_x86s(tmp_path: Path) -> None:
+    flags = image_cmake_flags(build_args_for(ImageBuild(), "cpu", ["ml.c7g.xlarge"], "arm64"), tmp_path)
+    x86_kernels = {"-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_BMI2=ON"}
+    assert flags[:2] == ARM64_PORTABLE_CMAKE_ARGS.split() and not x86_kernels & set(flags), flags
+    assert set(build_llama_cpp.CMAKE_FLAGS) - {"-DCMAKE_INSTALL_RPATH=$ORIGIN"} - x86_kernels <= set(flags)
+
+
+def test_llama_cpp_compiles_on_the_build_hosts_platform_and_the_bindings_on_the_images() -> None:
+    """The `llama` stage runs where the builder runs (natively the builder image as ever; an x86-64 host building
+    the arm64 image may name a cross builder), the bindings' wheel, tagged for a platform, on the image's."""
+    heads = {line.split(" AS ")[-1]: line for line in DOCKERFILE.read_text().splitlines() if line.startswith("FROM ")}
+    assert heads["llama"] == "FROM --platform=$BUILDPLATFORM ${LLAMA_BUILDER_IMAGE} AS llama"
+    assert heads["bindings"] == "FROM ${BUILDER_IMAGE} AS bindings"
+    assert "\nARG LLAMA_BUILDER_IMAGE=${BUILDER_IMAGE}\n" in DOCKERFILE.read_text()
+    assert "RUN CMAKE_ARGS=" in stage("bindings") and "cmake_args=" not in stage("bindings")
 
 
 def test_the_cuda_build_keeps_the_portable_cpu_flags_and_no_configured_flag_undoes_ours(tmp_path: Path) -> None:
@@ -129,7 +146,7 @@ def fetch(tmp_path: Path, index: tuple[str, Path], sdist: bytes) -> subprocess.C
     work = tmp_path / "build"
     work.mkdir()
     shutil.copy(CONTAINER_DIR / "llama-cpp-source.lock", work)
-    text = stage("bindings")
+    text = stage("llama")
     env = {**arg_defaults(text), "LLAMA_SOURCE_INDEX": url, "PATH": "/usr/bin:/bin"}
     command = moved(run_line(text, "python3.11 -c"), tmp_path).replace("python3.11", sys.executable, 1)
     return subprocess.run([*BASH, command], env=env, cwd=work, capture_output=True, text=True, timeout=60,
