@@ -19,7 +19,7 @@ test-fast: bootstrap
 	@bash scripts/dev/run_tests.sh -m "not slow"
 
 # The decision image built for linux/arm64 (Graviton) and run under the qemu-user emulator, which this registers
-# first (Debian, as root or with sudo): not in `make test` (docs/development.md, "The arm64 image").
+# first (Debian, as root or with sudo): not in `make test` (docs/image-tests.md, "The arm64 image").
 test-arm64: bootstrap
 	@bash scripts/dev/arm64_emulator.sh
 	@bash scripts/dev/run_tests.sh -m arm64 tests/image/test_arm64_image.py

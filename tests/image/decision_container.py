@@ -41,7 +41,7 @@ BUILD_TIMEOUT_S = 45 * 60  # a cold build is about 6-10 minutes on 2 cores
 # Per Debian architecture: the image's tag, the instance type whose build args it gets, extra tools, the timeout.
 ARM64_IMAGE = "localhost/semif-decision-test-arm64:latest"
 ARM64_TOOLS = ("aarch64-linux-gnu-gcc",)
-ARM64_BUILD_TIMEOUT_S = 90 * 60  # the steps of the image's platform emulated: docs/development.md, "The arm64 image"
+ARM64_BUILD_TIMEOUT_S = 90 * 60  # the steps of the image's platform emulated: docs/image-tests.md, "The arm64 image"
 # binfmt_misc's entry for aarch64 ELF files: Debian's qemu-user-static (with binfmt-support) registers it.
 BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
 QEMU_AARCH64 = BINFMT_DIR / "qemu-aarch64"

@@ -16,7 +16,7 @@ mmdebstrap runs the arm64 packages' scripts through the qemu-user emulator that 
 decoys are cross-compiled with Debian's aarch64 gcc, so the arm64 loader would really load them. Beside it,
 `ensure_cross_builder` makes the amd64 stand-in plus Debian's aarch64 cross compilers and a CMake toolchain file
 named by CMAKE_TOOLCHAIN_FILE: the Dockerfile's `llama` stage (LLAMA_BUILDER_IMAGE) compiles llama.cpp there at
-native speed, where an emulated compile is about 20 times slower (docs/development.md, "The arm64 image").
+native speed, where an emulated compile is about 20 times slower (docs/image-tests.md, "The arm64 image").
 """
 
 from __future__ import annotations

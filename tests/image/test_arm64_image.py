@@ -8,7 +8,7 @@ an emulated compile is about 20 times slower). Then the adapter in the image, ru
 the embedded model through the SemIf door (/invocations) and the System One door (/v1/systemone), published on
 loopback only.
 
-Not in `make test` (docs/development.md, "The arm64 image", has its times): the `arm64` marker is deselected unless
+Not in `make test` (docs/image-tests.md, "The arm64 image", has its times): the `arm64` marker is deselected unless
 `-m` names it; `make test-arm64` runs it. Where the emulator is not registered the test fails and says how to
 register it; it never skips.
 """
@@ -35,14 +35,14 @@ from decision_container import (
     ulimits,
 )
 
-from scripts.harness.reliability.bodies import decision
+from bench.reliability.bodies import decision
 from semif_adapter.engine.embedded_model import embedded_model_path
 from stacks.image.decision_image import ARM64_PORTABLE_CMAKE_ARGS
 
 pytestmark = [pytest.mark.slow, pytest.mark.arm64]
 
 # Everything emulated: the start (load, exactness probes, warm-up) and each decode are hundreds of times slower
-# than native (measured: development.md, "The arm64 image"), so the deadlines are far above the x86-64 image's 120 s.
+# than native (measured: image-tests.md, "The arm64 image"), so the deadlines are far above the x86-64 image's 120 s.
 START_TIMEOUT_S = 1800.0
 ANSWER_TIMEOUT_S = 900.0
 AARCH64 = 183  # e_machine of an aarch64 ELF file
