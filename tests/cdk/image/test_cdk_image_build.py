@@ -120,14 +120,14 @@ def test_configured_build_args_add_to_the_gpu_defaults() -> None:
 
 
 def dockerfile_cmake_args(build_args: dict[str, str], tmp_path: Path) -> list[str]:
-    """The CMake flags the Dockerfile's bindings stage compiles llama.cpp with, for these build args.
+    """The CMake flags the Dockerfile's llama stage compiles llama.cpp with, for these build args.
 
     The stage's own ARG defaults and its `RUN cmake_args=...` line, run by bash with the build args applied
     and a stand-in cmake that records its arguments: the composition as docker would run it, minus the compile
     (tests/image/test_dockerfile_llama.py compares the flags with the tests' build).
     """
     text = (CONTAINER_DIR / "Dockerfile").read_text().replace("\\\n", " ")
-    stage = text.split("FROM ${BUILDER_IMAGE} AS bindings", 1)[1].split("\nFROM ", 1)[0]
+    stage = re.split(r"^FROM [^\n]* AS llama$", text, maxsplit=1, flags=re.MULTILINE)[1].split("\nFROM ", 1)[0]
     defaults = dict(re.findall(r'^ARG (\w+)="([^"]*)"$', stage, re.MULTILINE))
     (run_line,) = [line[4:] for line in stage.splitlines() if line.startswith("RUN cmake_args=")]
     cmake = tmp_path / "build" / "venv" / "bin" / "cmake"
