@@ -95,9 +95,9 @@ def test_the_local_api_is_conformant_with_a_key_and_smoke_tested(spawn_gateway: 
 
     for content, content_type in UNREADABLE:
         headers = {"content-type": content_type}
-        container = httpx.post(f"{local_endpoints.url}/v1/systemone", content=content, headers=headers)
+        container = httpx.post(f"{local_endpoints.url}/v1/systemone", content=content, headers=headers, timeout=120)
         ours = httpx.post(f"{front.url}/v1/systemone", content=content,
-                          headers={**headers, "authorization": f"Bearer {KEY}"})
+                          headers={**headers, "authorization": f"Bearer {KEY}"}, timeout=120)
         assert (ours.status_code, ours.json()) == (container.status_code, container.json()), content
 
     log = front.log()
@@ -162,7 +162,8 @@ def test_keys_rotate_without_a_restart(scripted_front: tuple[ScriptedInvocations
     newer = "sk-semif-the-next-key"
 
     def models(key: str) -> int:
-        return httpx.get(f"{gateway}/v1/models", headers={"authorization": f"Bearer {key}"}).status_code
+        # A generous timeout: the gateway's first call makes its SageMaker client, seconds on a loaded CI machine.
+        return httpx.get(f"{gateway}/v1/models", headers={"authorization": f"Bearer {key}"}, timeout=120).status_code
 
     assert (models(KEY), models(newer)) == (200, 401)
     keys_file(keys, ("laptop-2", newer))  # the old key revoked, a new one made: the same file, rewritten
