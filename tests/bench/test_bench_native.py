@@ -6,19 +6,24 @@ from bench.native.conformance import report as conformance_report
 from bench.native.run import native_arguments, report
 
 
-def test_the_report_says_whether_each_target_was_met_per_type():
+def test_the_report_says_whether_each_target_was_met_per_type_and_what_fresh_numbers_cost():
     run = {"model": "m.gguf", "decision_type": "clef", "arguments": ["llama-server", "--parallel", "1"],
-           "latency": [{"questions": 1, "p50_ms": {"ours": 101.0, "direct": 100.0}, "paired_ratio": 1.01,
-                        "met": True},
-                       {"questions": 4, "p50_ms": {"ours": 110.0, "direct": 100.0}, "paired_ratio": 1.1,
-                        "met": False}],
-           "throughput": {"ours": 9.0, "direct": 10.0, "ratio": 0.9, "met": False},
+           "latency": [{"questions": 1, "p50_ms": {"ours": 101.0, "fresh": 100.0, "cached": 80.0},
+                        "paired_ratio": {"fresh": 1.01, "cached": 1.25}, "met": True},
+                       {"questions": 4, "p50_ms": {"ours": 110.0, "fresh": 100.0},
+                        "paired_ratio": {"fresh": 1.1}, "met": False}],
+           "throughput": {"ours": 9.0, "systems": {"ours": 9.0, "fresh": 10.0}, "ratios": {"fresh": 0.9},
+                          "met": False},
+           "failed": {"cached": "500 failed to get embeddings"},
            "cold_start": {"adapter_ping_s": 3.0, "native_start_s": 0.5, "direct_health_s": 0.4}}
     text = report({"runs": [run], "command": "python -m bench.native.run --type clef",
                    "machine": "x86_64, 2 CPUs", "measured": "2026-12-05 03:00 UTC"})
-    assert "**1.010x** met" in text and "**1.100x** MISSED" in text and "**0.900x** MISSED" in text
+    doors, fresh = text.split("**What fresh numbers cost**")
+    assert "101 / 100: **1.010x** met" in doors and "110 / 100: **1.100x** MISSED" in doors
+    assert "9.00 / 10.00: **0.900x** MISSED" in doors and "3.00 (0.50) / 0.40" in doors
+    assert "| `clef` | 101 / 80: **1.250x** | failed | failed |" in fresh  # no target, and the failure said
+    assert "- `clef`, cached: 500 failed to get embeddings" in fresh
     assert "`--parallel 1`" in text and "python -m bench.native.run --type clef" in text
-    assert "3.00 (0.50) / 0.40" in text
 
 
 def test_the_native_servers_line_is_found_in_the_adapters_log():
