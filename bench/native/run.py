@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -103,6 +104,7 @@ class DirectServer:
                 raise RuntimeError("the direct llama-server did not start")
             time.sleep(0.02)
         self.start_s = time.perf_counter() - started
+        self._one_slot = threading.Lock()
         if warmup is not None and self.ask(warmup).status_code != 200:
             raise RuntimeError("the direct llama-server refused the warm-up")
 
@@ -110,11 +112,14 @@ class DirectServer:
         return self.client.post("/v1/systemone", json=body)
 
     def ask_fresh(self, body: dict[str, Any]) -> httpx.Response:
-        """The request on an erased slot, as the adapter asks it (one slot: the adapter's default)."""
-        erased = self.client.post("/slots/0?action=erase", json={})
-        if erased.status_code != 200:
-            raise RuntimeError(f"the direct llama-server did not erase its slot: {erased.status_code} {erased.text}")
-        return self.ask(body)
+        """The request on an erased slot, as the adapter asks it (one slot: the adapter's default), the erase and the
+        request one step for concurrent callers, as the adapter admits them (an erase between another caller's erase
+        and its request would be no erase)."""
+        with self._one_slot:
+            erased = self.client.post("/slots/0?action=erase", json={})
+            if erased.status_code != 200:
+                raise RuntimeError(f"the direct llama-server did not erase its slot: {erased.status_code} {erased.text}")
+            return self.ask(body)
 
     def stop(self) -> None:
         self.client.close()
