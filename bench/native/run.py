@@ -18,11 +18,11 @@ only difference is the adapter in front (HTTP, validation, admission, translatio
 - cold start: the adapter's process start to `/ping` 200, and of it the native server's own start (`start_ms`),
   against the direct server's process start to `/health` 200.
 
-The adapter clears llama-server's slots before every request (its answers are a fresh server's). The direct server is
-asked two ways, taking turns with the adapter: `fresh` (each request on an erased slot, as the adapter asks it: the
-same numbers, so ours / fresh is what the doors cost, against the targets) and `cached` (llama-server's own prompt
-cache: ours / cached is what fresh numbers cost). A way that fails (laya's cached path answers 500 on a new request
-after others in b11434) is reported with its error, and the others go on.
+The adapter clears llama-server's slots before every request (its answers are a fresh server's). llama-server is
+asked two ways, each a server of its own, taking turns with the adapter: `fresh` (each request on an erased slot, as
+the adapter asks it: the same numbers, so ours / fresh is what the doors cost, against the targets) and `cached`
+(llama-server's own prompt cache: ours / cached is what fresh numbers cost). A way that fails (the heads that read
+the embeddings answer 500 on a cached prefix in b11434) is reported with its error, and the others go on.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ class DirectServer:
         with self._one_slot:
             erased = self.client.post("/slots/0?action=erase", json={})
             if erased.status_code != 200:
-                raise RuntimeError(f"the direct llama-server did not erase its slot: {erased.status_code} {erased.text}")
+                raise RuntimeError(f"the direct llama-server did not erase its slot: {erased.status_code} "
+                                   f"{erased.text}")
             return self.ask(body)
 
     def stop(self) -> None:
@@ -241,18 +242,20 @@ def bench_type(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any
            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     started = time.perf_counter()
     container = start_decision_container("decision", env, work / name)
-    direct = None
+    direct = cached = None
     failed: dict[str, str] = {}
     try:
         wait_for_ping(container.child, container.url + "/ping", START_TIMEOUT_S)
         adapter_ping_s = time.perf_counter() - started
         log_path = container.child.log_path
         ready = native_arguments(log_path.read_text() if log_path else "")
+        # Two servers: asked on one after the other asked it fresh, a body would find its whole prompt cached.
         direct = DirectServer(ready["arguments"], WARMUP_REQUEST)
+        cached = DirectServer(ready["arguments"], WARMUP_REQUEST)
         with httpx.Client(base_url=container.url, timeout=300) as client:
             posts: dict[str, Callable[[dict[str, Any]], httpx.Response]] = {
                 "ours": lambda body: client.post("/v1/systemone", json=body),
-                "fresh": direct.ask_fresh, "cached": direct.ask}
+                "fresh": direct.ask_fresh, "cached": cached.ask}
             rows = [latency(posts, count, args.rounds, 1 + 10_000 * position, failed)
                     for position, count in enumerate(COUNTS)]
             rates: dict[str, list[float]] = {system: [] for system in SYSTEMS}
@@ -269,8 +272,9 @@ def bench_type(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any
                         failed[system] = str(error)
         direct_health_s = direct.start_s
     finally:
-        if direct is not None:
-            direct.stop()
+        for server in (direct, cached):
+            if server is not None:
+                server.stop()
         container.child.stop(timeout_s=30)
     means = {system: statistics.fmean(values) for system, values in rates.items() if values and system not in failed}
     ratios = {system: round(means["ours"] / value, 3) for system, value in means.items() if system != "ours"}
