@@ -26,6 +26,7 @@ from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metada
 from semif_adapter.engine.embedded_model import embedded_model_path
 
 from .model_copies import cached_copy
+from .tiny_model import tiny_model
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -156,8 +157,14 @@ def write_decision_model(source: Path, target: Path, decision_type: str) -> Path
     return target
 
 
-def decision_model(decision_type: str = "openjev") -> Path:
-    """The cached decision-typed copy of the embedded model (written on first use)."""
+def decision_model(decision_type: str = "openjev", *, tiny: bool = False) -> Path:
+    """The cached decision-typed copy of the embedded model, or with `tiny` of the tiny random-weight model
+    (scripts/dev/tiny_model.py: the same tokenizer and template at a twentieth of the cost per token, for tests that
+    compare the doors' answers with llama-server's own on the same file), written on first use."""
+    if tiny:
+        base = tiny_model()
+        return cached_copy("decision-tiny", decision_type, f"{_recipe(decision_type)}\n{base.name}",
+                           lambda _source, target: write_decision_model(base, target, decision_type))
     return cached_copy("decision", decision_type, _recipe(decision_type),
                        lambda source, target: write_decision_model(source, target, decision_type))
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def native() -> Iterator[tuple[list[str], httpx.Client]]:
-    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model("openjev")),
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model("openjev", tiny=True)),
                               "SEMIF_RESULT_CACHE_ENTRIES": "0"})
     try:
         adapter.wait_ready()

@@ -1,9 +1,10 @@
 """A decision-typed GGUF served by llama.cpp's own decision engine, behind every door of the adapter.
 
-The model is the embedded SmolLM2 GGUF with decision metadata added (scripts/dev/decision_models.py: metadata only,
-never trained for it, so its answers are plumbing, not quality). The answers are compared with those of llama-server
-b11434 called directly on the same file: a fresh llama-server started with the adapter's own command line (from its
-log) and asked the same request as its first. Every type through every door: test_native_types.py.
+The models are the tiny random-weight model with the embedded model's tokenizer and decision metadata added
+(scripts/dev/decision_models.py, `tiny=True`: its answers mean nothing; these tests are of plumbing). The answers are
+compared with those of llama-server b11434 called directly on the same file: a fresh llama-server started with the
+adapter's own command line (from its log) and asked the same request as its first.
+Every type through every door: test_native_types.py.
 """
 
 from __future__ import annotations
@@ -52,13 +53,17 @@ def native_log(adapter: AdapterProcess) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def openjev() -> Path:
-    return decision_model("openjev")
+    return decision_model("openjev", tiny=True)
 
 
 @pytest.fixture
 def head(request: pytest.FixtureRequest, openjev: Path) -> Path:
-    """The decision model of the test: OpenJev's unless a test asks for another type."""
-    return decision_model(request.param) if hasattr(request, "param") else openjev
+    """The decision model of the test: OpenJev's unless a test asks for another type, on the tiny model unless it
+    asks `(type, "embedded")` for the embedded model's copy (a request slow enough to be caught in flight)."""
+    if not hasattr(request, "param"):
+        return openjev
+    name, base = request.param if isinstance(request.param, tuple) else (request.param, "tiny")
+    return decision_model(name, tiny=base == "tiny")
 
 
 @pytest.fixture
@@ -119,7 +124,8 @@ def test_an_option_limit_of_the_head_is_a_clear_error_in_each_doors_shape(pair):
     assert client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS}).status_code == 200
 
 
-@pytest.mark.parametrize("head", ["kev"], indirect=True)  # the watchdog on a head that reads the embeddings
+# the watchdog on a head that reads the embeddings, on the embedded model: the tiny one answers within the 0.5 s
+@pytest.mark.parametrize("head", [("kev", "embedded")], indirect=True)
 def test_a_native_server_killed_mid_request_is_a_503_then_it_is_restarted(pair):
     adapter, _, client = pair
     slow = {"state": STATE, "questions": {name: {"type": "choice", "instructions": "Which queue?",
@@ -147,7 +153,8 @@ def test_a_hung_native_server_is_a_503_then_it_is_killed_and_restarted():
     flight gets the door's 503 once the watchdog has missed HEALTH_FAILURES_TO_RESTART answers to /health (about
     20 s, never the 60 s call timeout), the hung process is killed and reaped, not left behind, and a new one
     serves."""
-    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model("clef")), "SM_LLAMA_CPP_THREADS": "1"})
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model("clef", tiny=True)),
+                              "SM_LLAMA_CPP_THREADS": "1"})
     try:
         adapter.wait_ready()
         hung = native_log(adapter)["pid"]

@@ -1,8 +1,9 @@
 """What each decision type does that a caller must know, kept: clef's joint answers, laya's cut, the per-type batch
 limit of the heads that read the embeddings output, and the types the pinned llama.cpp does not know.
 
-Test models: scripts/dev/decision_models.py (plumbing, not quality). References: a fresh llama-server b11434 started
-with the adapter's own arguments, asked the same request as its first (`fresh_answer`).
+Test models: scripts/dev/decision_models.py on the tiny random-weight model (plumbing, not quality). References: a
+fresh llama-server b11434 started with the adapter's own arguments, asked the same request as its first
+(`fresh_answer`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def ask(client: httpx.Client, questions: dict[str, Any]) -> dict[str, Any]:
 
 
 def started(name: str, **env: str) -> AdapterProcess:
-    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model(name)), **env})
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model(name, tiny=True)), **env})
     adapter.wait_ready()
     return adapter
 

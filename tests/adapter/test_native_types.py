@@ -1,7 +1,8 @@
 """Every decision type llama.cpp b11434 serves, through every door, with the numbers a fresh llama-server gives.
 
-The test models are the embedded SmolLM2 GGUF with each type's metadata (scripts/dev/decision_models.py: weights
-untouched, never trained for it, so their answers test plumbing, not quality). The reference of every answer is
+The test models are the tiny random-weight model with the embedded model's tokenizer and each type's metadata
+(scripts/dev/decision_models.py, `tiny=True`: their answers mean nothing; the test is of plumbing, which needs the
+same file on both sides, not a trained one). The reference of every answer is
 llama-server b11434 started with the adapter's own arguments (from its log), one per type, whose slot is erased
 before each reference request: an erased slot answers as a new server's first request does, to the bit, which
 `test_an_erased_slot_answers_what_a_new_server_answers_first` holds per type against a server started for it.
@@ -88,7 +89,7 @@ def adapter_env(name: str) -> dict[str, str]:
     """The type's test model; a head that reads the embeddings output gets a physical batch that holds 255 options
     (llama.cpp's embedding mode reads a question and its options in one: 512 tokens by default)."""
     wide = {"SM_LLAMA_CPP_UBATCH_SIZE": "2048"} if DECISION_TYPES[name].reads_embeddings else {}
-    return {"SM_LLAMA_CPP_MODEL": str(decision_model(name)), **wide}
+    return {"SM_LLAMA_CPP_MODEL": str(decision_model(name, tiny=True)), **wide}
 
 
 @pytest.fixture(scope="module", params=list(DECISION_TYPES))

@@ -26,7 +26,7 @@ def run_cli(command: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_decision_model_is_named_with_its_type_and_llama_cpps_engine_by_package_and_check(tmp_path: Path) -> None:
     out = tmp_path / "model.tar.gz"
-    built = run_cli("package", str(decision_model("openjev")), "-o", str(out))
+    built = run_cli("package", str(decision_model("openjev", tiny=True)), "-o", str(out))
     assert built.returncode == 0, built.stderr
     line = "decisions:     decision model: openjev (llama.cpp's own decision engine)"
     assert line in built.stdout.splitlines()
@@ -62,7 +62,7 @@ def test_an_unknown_decision_type_is_refused_naming_the_key_and_the_supported_ty
 def test_a_head_that_reads_the_embeddings_is_packaged_with_what_it_does(tmp_path: Path, declared: str) -> None:
     """The facts name the type's head and what a caller must know of it (joint answers, sorted options, the cut)."""
     out = tmp_path / "model.tar.gz"
-    built = run_cli("package", str(decision_model(declared)), "-o", str(out))
+    built = run_cli("package", str(decision_model(declared, tiny=True)), "-o", str(out))
     assert built.returncode == 0, built.stderr
     lines = built.stdout.splitlines()
     assert f"decisions:     decision model: {declared} (llama.cpp's own decision engine)" in lines
