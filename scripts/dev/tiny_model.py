@@ -1,8 +1,12 @@
 """A tiny random-weight model with the embedded model's tokenizer and chat template: for tests of plumbing that must
 run the whole path through llama.cpp (the adapter, llama-server, the benchmark's phases) but not read what the model
 says. Two layers of width 128 instead of SmolLM2's thirty of 576: a token costs about a twentieth, mostly the output
-layer over the same 49,152-token vocabulary. Its answers mean nothing; never quote a figure measured on it. Written
-once per user into the cache (weights from a fixed seed, so the file is the same everywhere).
+layer over the same 49,152-token vocabulary. Its answers mean nothing, but by construction it answers with a capital
+letter: every token's embedding carries one shared component and the option letters' a three times larger one, so the
+output layer (tied to the embedding) ranks the letters first by about 20 logits, whatever the random part adds
+(about 0.3). Option letters are then among the top tokens as a served model's are, which the paths that read them need.
+Never quote a figure measured on it. Written once per user into the cache (weights from a fixed seed, so the file is
+the same everywhere).
 
     python -m scripts.dev.tiny_model   # prints the path
 """
@@ -23,6 +27,9 @@ HEADS = 2  # head size 64, as SmolLM2's
 KV_HEADS = 1
 FEED_FORWARD = 256
 SEED = 135
+SHARED = 1.0  # the component every embedding carries (dimension 0); the random part's norm is about 0.56
+LETTER_SHARE = 3.0  # the option letters' multiple of it
+LETTERS = [chr(code) for code in range(ord("A"), ord("Z") + 1)]
 # Read from the source as they are: what the tokenizer and the chat template need, and the context the adapter sizes.
 COPIED_PREFIXES = ("tokenizer.", "general.")
 SIZES = {"embedding_length": WIDTH, "block_count": LAYERS, "feed_forward_length": FEED_FORWARD,
@@ -35,7 +42,17 @@ def _field_value(field: gguf.ReaderField) -> tuple[object, gguf.GGUFValueType, g
     return field.contents(), kind, sub
 
 
-def _tensors(vocabulary: int) -> dict[str, np.ndarray]:
+def _embedding(tokens: list[str], weights: np.ndarray) -> np.ndarray:
+    """The random embedding with the shared component, the letters' (bare and after a space) larger."""
+    weights[:, 0] = SHARED
+    for letter in LETTERS:
+        for text in (letter, "\u0120" + letter):  # GPT-2's byte for a leading space
+            if text in tokens:
+                weights[tokens.index(text), 0] = SHARED * LETTER_SHARE
+    return weights.astype(np.float16)
+
+
+def _tensors(tokens: list[str]) -> dict[str, np.ndarray]:
     """llama's tensors in numpy's (out, in) order, small normal weights and unit norms; the output layer is the
     embedding's (tied, as SmolLM2's)."""
     rng = np.random.default_rng(SEED)
@@ -44,7 +61,7 @@ def _tensors(vocabulary: int) -> dict[str, np.ndarray]:
         return (rng.standard_normal(shape) * 0.05).astype(np.float32)
 
     head = WIDTH // HEADS
-    tensors = {"token_embd.weight": weights(vocabulary, WIDTH).astype(np.float16),
+    tensors = {"token_embd.weight": _embedding(tokens, weights(len(tokens), WIDTH)),
                "output_norm.weight": np.ones(WIDTH, dtype=np.float32)}
     for layer in range(LAYERS):
         tensors |= {f"blk.{layer}.attn_norm.weight": np.ones(WIDTH, dtype=np.float32),
@@ -77,8 +94,7 @@ def write_tiny_model(source: Path, target: Path) -> Path:
             writer.add_key_value(name, value, kind, sub_type=sub)
     for key, size in SIZES.items():
         writer.add_uint32(f"{arch}.{key}", size)
-    vocabulary = len(reader.fields[gguf.Keys.Tokenizer.LIST].data)
-    for name, tensor in _tensors(vocabulary).items():
+    for name, tensor in _tensors(reader.fields[gguf.Keys.Tokenizer.LIST].contents()).items():
         writer.add_tensor(name, tensor)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -90,7 +106,7 @@ def write_tiny_model(source: Path, target: Path) -> Path:
 
 def tiny_model() -> Path:
     """The cached file (written on first use)."""
-    recipe = f"tiny {WIDTH} {LAYERS} {HEADS} {KV_HEADS} {FEED_FORWARD} {SEED} f16-embedding"
+    recipe = f"tiny {WIDTH} {LAYERS} {HEADS} {KV_HEADS} {FEED_FORWARD} {SEED} f16-embedding {SHARED} {LETTER_SHARE}"
     return cached_copy("tiny", "tiny", recipe, write_tiny_model)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.common.http_runs import parse_choice
+from scripts.dev.tiny_model import tiny_model
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,8 +36,11 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench")
     # One thread: nothing of it waits at a barrier for a thread that a busier process holds off its core, so `make
     # test` runs it beside the model tests at the lowest priority (tests/conftest.py: ON_ONE_THREAD).
+    # The tiny random-weight model (scripts/dev/tiny_model.py): every phase runs as on a served model, the option
+    # letters among the top tokens included, at a twentieth of the decode; no figure of it is read.
     subprocess.run([sys.executable, "-m", "bench.decisions", "--quick", "--threads", "1", "--out", str(out),
-                    "--variant-env", "OMP_WAIT_POLICY=passive"], check=True, timeout=1200, cwd=ROOT)
+                    "--model", str(tiny_model()), "--variant-env", "OMP_WAIT_POLICY=passive"],
+                   check=True, timeout=1200, cwd=ROOT)
     return out
 
 
