@@ -19,25 +19,37 @@ import pytest
 
 from bench.reliability.bodies import REQUEST_TIMEOUT_S, post_json
 from bench.reliability.servers import Server, start_decision
+from scripts.dev.tiny_model import tiny_model
 
 QUEUE_SIZE = 8
 BODY_TIMEOUT_SECONDS = 9
 
 
-@pytest.fixture(scope="session")
-def adapter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    settings = {"SEMIF_QUEUE_SIZE": str(QUEUE_SIZE), "SEMIF_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT_SECONDS)}
-    server = start_decision(tmp_path_factory.mktemp("reliability-adapter"), settings)
+def _served(folder: Path, model: dict[str, str]) -> Iterator[Server]:
+    settings = {"SEMIF_QUEUE_SIZE": str(QUEUE_SIZE), "SEMIF_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT_SECONDS), **model}
+    server = start_decision(folder, settings)
     yield server
     stopped = server.stop()
     assert stopped.status == 0, f"the adapter exited {stopped.status} on SIGTERM\n{server.log_text()[-3000:]}"
 
 
 @pytest.fixture(scope="session")
-def post(adapter: Server) -> Iterator[Callable[[bytes], httpx.Response]]:
-    """POST raw bytes as application/json to the shared adapter."""
+def adapter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from _served(tmp_path_factory.mktemp("reliability-adapter"), {})
+
+
+@pytest.fixture(scope="session")
+def tiny_adapter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The same adapter on the tiny random-weight model (scripts/dev/tiny_model.py), for the generated inputs: they
+    test what the doors answer to what they are sent, in hundreds of requests, not what a model says."""
+    yield from _served(tmp_path_factory.mktemp("reliability-tiny-adapter"), {"SM_LLAMA_CPP_MODEL": str(tiny_model())})
+
+
+@pytest.fixture(scope="session")
+def post(tiny_adapter: Server) -> Iterator[Callable[[bytes], httpx.Response]]:
+    """POST raw bytes as application/json to the shared tiny adapter."""
     with httpx.Client(timeout=REQUEST_TIMEOUT_S) as client:
-        yield lambda raw: post_json(client, adapter.url, raw)
+        yield lambda raw: post_json(client, tiny_adapter.url, raw)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Generated inputs: hypothesis properties of the schema (in-process and over HTTP), schemathesis from OpenAPI."""
+"""Generated inputs: hypothesis properties of the schema (in-process and over HTTP), schemathesis from OpenAPI; over
+HTTP to an adapter on the tiny random-weight model (tests/reliability/conftest.py: `tiny_adapter`)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def test_openapi_request_schema_is_the_adapters_own() -> None:
 
 
 @pytest.mark.slow
-def test_schemathesis_finds_no_server_error_nor_contract_break(adapter: Server) -> None:
-    result = run_openapi_fuzz(adapter.url, max_examples=12)
+def test_schemathesis_finds_no_server_error_nor_contract_break(tiny_adapter: Server) -> None:
+    result = run_openapi_fuzz(tiny_adapter.url, max_examples=12)
     assert result["problems"] == [], result
     statuses = result["by_operation_and_status"]
     assert any(key.startswith("POST /invocations positive -> 200") for key in statuses)
@@ -46,10 +47,10 @@ def test_schemathesis_finds_no_server_error_nor_contract_break(adapter: Server) 
 
 
 @pytest.mark.slow
-def test_the_openai_door_gives_no_server_error_and_keeps_serving(adapter: Server) -> None:
+def test_the_openai_door_gives_no_server_error_and_keeps_serving(tiny_adapter: Server) -> None:
     with httpx.Client(timeout=120) as client:
         def post(raw: bytes) -> httpx.Response:
-            return client.post(f"{adapter.url}/v1/decisions", content=raw,
+            return client.post(f"{tiny_adapter.url}/v1/decisions", content=raw,
                                headers={"content-type": "application/json"})
 
         tried = check_decisions_http(max_examples=40, post=post)

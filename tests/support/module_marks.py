@@ -8,8 +8,8 @@ from __future__ import annotations
 # adapter, the model in process, the decision image), and the tests of these modules (the model in process, a CLI
 # over every environment). `make test` runs the rest beside them at the lowest priority (scripts/dev/run_tests.sh), so
 # whatever decodes must be here.
-SLOW_FIXTURES = frozenset({"local_endpoints", "spawn_gateway", "uncached_gateway", "adapter", "start_adapter",
-                           "matrix_adapter", "decision_image", "local_adapter", "runtime"})
+SLOW_FIXTURES = frozenset({"local_endpoints", "spawn_gateway", "uncached_gateway", "adapter", "tiny_adapter",
+                           "start_adapter", "matrix_adapter", "decision_image", "local_adapter", "runtime"})
 SLOW_MODULES = frozenset({"adapter/test_branches.py", "adapter/test_engine_caches.py", "adapter/test_workers.py",
                           "cdk/test_cdk_cli.py", "security/test_security_checkov.py"})
 # Slow, yet they never run the model (they pack it, or synthesize and scan every environment): `make test` runs them
