@@ -8,8 +8,6 @@ import httpx
 import numpy as np
 from support.decisions import decide, decide_together
 
-from semif_adapter.settings import cpu_quota
-
 SAME_STATE = "Order 7781: the parcel left the warehouse on Monday; tracking has not updated for 9 days."
 
 
@@ -120,24 +118,3 @@ def test_permute_decodes_the_criterion_once_for_its_rotations(client, make_decis
     one_branch = single["evaluated_tokens"]  # the criterion + one ordering of the options
     assert 2 * one_branch < timing["evaluated_tokens"] < 3 * one_branch
     assert math.isclose(sum(result["probabilities"]), 1.0, abs_tol=1e-6)
-
-
-# Long enough that the prompt passes 256 tokens, where llama.cpp's decode of a lone token over the KV cache
-# starts to round differently with the thread count (the adapter never decodes a lone token).
-LONG_STATE = " ".join(f"Note {i}: the customer called about order 77{i:02d}; the parcel is late and the box was "
-                      "damaged, and they want the money back before the weekend." for i in range(8))
-
-
-def test_same_numbers_whatever_the_thread_count(adapter, client, start_adapter, make_decision):
-    """A shared endpoint runs the model on 1 thread, a dedicated one on every vCPU: the same bits either way."""
-    one_thread = start_adapter({**adapter.env, "SM_LLAMA_CPP_THREADS": "1"})  # the shared adapter but its threads
-    one_thread.wait_settled()
-    assert '"threads": 1, "workers": 1' in one_thread.logs()  # one core: one worker, one decision at a time
-    assert f'"workers": {min(2, cpu_quota())}' in adapter.logs()  # the shared adapter: two at once on 2 cores
-    with httpx.Client(base_url=one_thread.url, timeout=120) as single:
-        for scoring in ("letters", "likelihood", "pmi"):
-            body = make_decision(state=LONG_STATE, scoring=scoring)
-            expected, got = decide(client, body), decide(single, body)
-            assert got["timing"]["prompt_tokens"] > 256
-            assert (got["probabilities"], got["option_logits"]) == (expected["probabilities"],
-                                                                   expected["option_logits"]), scoring

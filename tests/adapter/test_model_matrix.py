@@ -14,6 +14,8 @@ import httpx
 import pytest
 from support.systemone import EXTRA, QUESTIONS, TICKET, body, numbers
 
+from semif_adapter.settings import cpu_quota
+
 pytestmark = pytest.mark.slow
 METHODS = ("letters", "likelihood", "pmi")
 LONG_STATE = TICKET + " " + " ".join(f"Earlier message {i}: the invoice for order {4400 + i} was wrong." for i in
@@ -69,10 +71,13 @@ def test_numbers_do_not_depend_on_neighbours_caches_or_concurrent_clients(matrix
 
 
 def test_same_numbers_on_one_thread_as_on_every_core(matrix_adapter, start_adapter):
+    """A shared endpoint runs the model on 1 thread, a dedicated one on every vCPU: the same bits either way (on
+    both doors: the methods' test above holds SemIf's numbers to System One's)."""
     _, adapter = matrix_adapter
     one_thread = start_adapter({**adapter.env, "SM_LLAMA_CPP_THREADS": "1"})
     one_thread.wait_settled()
-    assert re.search(r'"threads": 1, "workers": 1', one_thread.logs())
+    assert re.search(r'"threads": 1, "workers": 1', one_thread.logs())  # one core: one decision at a time
+    assert f'"workers": {min(2, cpu_quota())}' in adapter.logs()  # every core: two at once on 2 cores
     for method in METHODS:
         expected = ask(adapter.url, QUESTIONS, LONG_STATE, method)
         got = ask(one_thread.url, QUESTIONS, LONG_STATE, method)

@@ -335,11 +335,11 @@ def test_json_lines_are_answered_line_by_line_as_llama_server_answers_each(pair)
             same_answer(mine["answers"][name], reference["answers"][name])
 
 
-def test_the_queue_bound_holds_on_the_native_path(openjev):
+def test_the_queue_bound_holds_on_the_native_path():
     """SEMIF_QUEUE_SIZE counts questions as on our own engine: past it, 529 on /v1/systemone, 503 on /invocations.
     The probes go out once the slow request is surely admitted (`wait_admitted`), and it holds its two places for
-    seconds (two 52-option questions)."""
-    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(openjev), "SEMIF_QUEUE_SIZE": "2"})
+    seconds (two 52-option questions on the embedded model's copy: the tiny one answers them in milliseconds)."""
+    adapter = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(decision_model("openjev")), "SEMIF_QUEUE_SIZE": "2"})
     queue = {"type": "choice", "instructions": "Which queue?", "criteria": many_options(52)}
     try:
         adapter.wait_ready()
