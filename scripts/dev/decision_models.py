@@ -161,12 +161,9 @@ def decision_model(decision_type: str = "openjev", *, tiny: bool = False) -> Pat
     """The cached decision-typed copy of the embedded model, or with `tiny` of the tiny random-weight model
     (scripts/dev/tiny_model.py: the same tokenizer and template at a twentieth of the cost per token, for tests that
     compare the doors' answers with llama-server's own on the same file), written on first use."""
-    if tiny:
-        base = tiny_model()
-        return cached_copy("decision-tiny", decision_type, f"{_recipe(decision_type)}\n{base.name}",
-                           lambda _source, target: write_decision_model(base, target, decision_type))
-    return cached_copy("decision", decision_type, _recipe(decision_type),
-                       lambda source, target: write_decision_model(source, target, decision_type))
+    return cached_copy("decision-tiny" if tiny else "decision", decision_type, _recipe(decision_type),
+                       lambda source, target: write_decision_model(source, target, decision_type),
+                       source=tiny_model() if tiny else None)
 
 
 def main() -> None:

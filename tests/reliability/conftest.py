@@ -25,8 +25,10 @@ QUEUE_SIZE = 8
 BODY_TIMEOUT_SECONDS = 9
 
 
-def _served(folder: Path, model: dict[str, str]) -> Iterator[Server]:
-    settings = {"SEMIF_QUEUE_SIZE": str(QUEUE_SIZE), "SEMIF_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT_SECONDS), **model}
+def _served(folder: Path, overrides: dict[str, str]) -> Iterator[Server]:
+    """The session's adapter with this module's queue and body timeout, and `overrides`; exits 0 on SIGTERM."""
+    settings = {"SEMIF_QUEUE_SIZE": str(QUEUE_SIZE), "SEMIF_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT_SECONDS),
+                **overrides}
     server = start_decision(folder, settings)
     yield server
     stopped = server.stop()
