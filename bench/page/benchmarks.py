@@ -233,20 +233,26 @@ def systemone_section(bench: Path) -> tuple[list[str], list[list[Any]]]:
              *_plot(path.with_suffix(".png"), "System One latency against the floor by questions and options"),
              *_body(systemone_report.markdown(latest))]
     peers = _latest_with(runs, "throughput")
-    if peers and len(peers[1]["systems"]) > 1:
-        peer_path, peer = peers
-        lines += ["### Beside the other servers: the latest run with them", "",
-                  *_run_lines("Run", peer_path, peer, systemone_command(peer_path, peer)),
-                  *_plot(peer_path.with_suffix(".png"), "System One servers side by side")]
-        if "conformance" in peer:
-            lines += _demoted(_conformance_lines(peer["conformance"]))
-        lines += _demoted(_throughput_lines(peer["throughput"]))
-        ours, *others = peer["throughput"]["systems"].items()
-        lines += [f"{ours[0]} / {name}: **{ours[1]['decisions_per_s'] / other['decisions_per_s']:.2f}x** the "
-                  "decisions/s." for name, other in others if other["decisions_per_s"]] + [""]
-        lines += [f"#### One choice about a fresh {peer['options']['size']} state, by option count, every system",
-                  "", *_row_lines("options", peer["options"]["rows"])]
+    if not peers or len(peers[1]["systems"]) < 2:
+        return lines, rows
+    peer_path, peer = peers
+    if peer_path == path:  # the latest run had the peers: its body above shows them
+        return lines + _throughput_ratios(peer), rows
+    lines += ["### Beside the other servers: the latest run with them", "",
+              *_run_lines("Run", peer_path, peer, systemone_command(peer_path, peer)),
+              *_plot(peer_path.with_suffix(".png"), "System One servers side by side")]
+    if "conformance" in peer:
+        lines += _demoted(_conformance_lines(peer["conformance"]))
+    lines += _demoted(_throughput_lines(peer["throughput"])) + _throughput_ratios(peer)
+    lines += [f"#### One choice about a fresh {peer['options']['size']} state, by option count, every system",
+              "", *_row_lines("options", peer["options"]["rows"])]
     return lines, rows
+
+
+def _throughput_ratios(run: dict[str, Any]) -> list[str]:
+    ours, *others = run["throughput"]["systems"].items()
+    return [f"{ours[0]} / {name}: **{ours[1]['decisions_per_s'] / other['decisions_per_s']:.2f}x** the "
+            "decisions/s." for name, other in others if other["decisions_per_s"]] + [""]
 
 
 def _range(figures: dict[str, float]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,15 +77,33 @@ def test_a_run_that_met_fewer_targets_says_so(bench: Path) -> None:
     assert f"0 of {len(results['targets'])} targets met in the latest runs" in page
 
 
+def _adapter_alone(run: dict[str, Any]) -> dict[str, Any]:
+    """The same run as `--adapter --skip-throughput --skip-conformance` would have written it."""
+    alone = {key: value for key, value in run.items() if key not in ("throughput", "conformance")}
+    alone["systems"] = {"adapter": run["systems"]["adapter"]}
+    return alone
+
+
 def test_a_system_one_run_without_peers_takes_them_from_the_latest_run_with_them(bench: Path) -> None:
-    _copy_run(BENCH / "systemone" / "systemone.json", bench / "alone" / "systemone.json",
-              "2030-02-01 00:00:00 UTC")
-    _copy_run(BENCH / "systemone" / "peers" / "systemone.json", bench / "peers" / "systemone.json",
-              "2030-01-01 00:00:00 UTC")
+    source = BENCH / "systemone" / "systemone.json"
+    assert len(json.loads(source.read_text())["systems"]) > 1, "the committed System One run is the one with peers"
+    alone = bench / "alone" / "systemone.json"
+    alone.parent.mkdir(parents=True)
+    alone.write_text(json.dumps(_adapter_alone(json.loads(source.read_text()))))
+    _copy_run(alone, alone, "2030-02-01 00:00:00 UTC")
+    _copy_run(source, bench / "peers" / "systemone.json", "2030-01-01 00:00:00 UTC")
     page = benchmarks_page.render(bench)
     assert "### Beside the other servers: the latest run with them" in page
     assert "adapter / semif-serve: **" in page and "#### Conformance (`jevcompat test`)" in page
     assert page.index("**Latest run**: 2030-02-01") < page.index("**Run**: 2030-01-01")
+
+
+def test_a_latest_run_with_its_peers_is_shown_once(bench: Path) -> None:
+    _copy_run(BENCH / "systemone" / "systemone.json", bench / "systemone.json", "2030-01-01 00:00:00 UTC")
+    page = benchmarks_page.render(bench)
+    assert "### Beside the other servers" not in page
+    assert page.count("| semif-serve | 1 |") == 2  # fresh and just-read states, once each
+    assert page.count("adapter / semif-serve: **") == 1
 
 
 def test_a_run_is_reported_only_when_it_wrote_under_docs_bench(bench: Path, tmp_path: Path) -> None:
