@@ -97,11 +97,21 @@ def _chat_section(chat: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _from_commit(report: dict[str, Any]) -> str:
+    """Runs before the report recorded its commit and CPU say nothing of them."""
+    return f" from commit `{report['commit']}`" if report.get("commit") else ""
+
+
+def _cpu(report: dict[str, Any]) -> str:
+    return f"{report['machine']['cpu']}; " if report["machine"].get("cpu") else ""
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     decision = report["decision"]
     lines = ["# Reliability report", "", OPENING, "",
-             f"Generated {report['generated']} by `{report['command']}` in {report['seconds']:.0f} s on "
-             f"{report['machine']['cpus']} CPUs (load average at start {report['machine']['load_average']}). "
+             f"Generated {report['generated']}{_from_commit(report)} by `{report['command']}` in "
+             f"{report['seconds']:.0f} s on {report['machine']['cpus']} CPUs ({_cpu(report)}load average at start "
+             f"{report['machine']['load_average']}). "
              "Everything ran on 127.0.0.1 against the real adapter, the real llama-server and the embedded "
              "SmolLM2-135M model.", "",
              f"**Verdict: {report['verdict']}** ({len(report['problems'])} problems)", ""]

@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from bench.common.runs import commit, cpu_model
+
 from .bodies import REQUEST_TIMEOUT_S, post_json
 from .chat import chat_crash_probe, chat_hostile, chat_load
 from .config import SuiteConfig
@@ -140,9 +142,9 @@ def run_suite(config: SuiteConfig, command: str) -> dict[str, Any]:
         decision = decision_phases(config, Path(logs))
         chat = chat_phases(config, Path(logs))
     report: dict[str, Any] = {
-        "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": command,
+        "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": command, "commit": commit(),
         "seconds": round(time.monotonic() - started, 1),
-        "machine": {"cpus": os.cpu_count(), "load_average": [round(x, 2) for x in load_average],
+        "machine": {"cpus": os.cpu_count(), "cpu": cpu_model(), "load_average": [round(x, 2) for x in load_average],
                     "python": platform.python_version(), "system": platform.platform()},
         "settings": {**config.__dict__, "adapter": decision.pop("settings"), "environment": settings_in_use()},
         "decision": decision, "chat": chat, "inputs_tried_per_category": inputs_per_category(decision, chat),
