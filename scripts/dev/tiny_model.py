@@ -19,7 +19,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from .model_copies import cached_copy
+from .model_copies import cached_copy, cached_copy_path
 
 WIDTH = 128
 LAYERS = 2
@@ -104,10 +104,17 @@ def write_tiny_model(source: Path, target: Path) -> Path:
     return target
 
 
+RECIPE = f"tiny {WIDTH} {LAYERS} {HEADS} {KV_HEADS} {FEED_FORWARD} {SEED} f16-embedding {SHARED} {LETTER_SHARE}"
+
+
 def tiny_model() -> Path:
     """The cached file (written on first use)."""
-    recipe = f"tiny {WIDTH} {LAYERS} {HEADS} {KV_HEADS} {FEED_FORWARD} {SEED} f16-embedding {SHARED} {LETTER_SHARE}"
-    return cached_copy("tiny", "tiny", recipe, write_tiny_model)
+    return cached_copy("tiny", "tiny", RECIPE, write_tiny_model)
+
+
+def tiny_model_name() -> str:
+    """The name an adapter serves the tiny model under (its file's stem), without writing the file."""
+    return cached_copy_path("tiny", "tiny", RECIPE).stem
 
 
 if __name__ == "__main__":

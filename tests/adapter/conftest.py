@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -11,6 +12,7 @@ from support.adapter_process import AdapterProcess
 from support.models import MATRIX, MatrixModel
 
 from bench.reliability.bodies import decision
+from scripts.dev.tiny_model import tiny_model
 from semif_adapter.engine.embedded_model import embedded_model_path
 from semif_adapter.engine.llama_runtime import LlamaRuntime
 from semif_adapter.settings import load_settings
@@ -35,13 +37,31 @@ def start_adapter() -> Iterator:
 def adapter() -> Iterator[AdapterProcess]:
     """The shared adapter on the embedded model, for request/response tests: every answer is computed (no
     result cache), and a request without `scoring` uses letters whatever the shipped default is."""
-    process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_RESULT_CACHE_ENTRIES": "0",
+    yield from _settled(embedded_model_path())
+
+
+def _settled(model: Path) -> Iterator[AdapterProcess]:
+    process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(model), "SEMIF_RESULT_CACHE_ENTRIES": "0",
                               "SEMIF_SCORING": "letters"})
     try:
         process.wait_settled()  # its probe done: a test's own adapters load beside an idle one
         yield process
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_adapter() -> Iterator[AdapterProcess]:
+    """The shared adapter's settings on the tiny random-weight model (scripts/dev/tiny_model.py), for the doors' tests:
+    what each contract answers to what it is sent (shapes, errors, routes, one question through every door), not what
+    a model says, which the tests on `adapter` and the model matrix check."""
+    yield from _settled(tiny_model())
+
+
+@pytest.fixture(scope="session")
+def tiny_client(tiny_adapter: AdapterProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=tiny_adapter.url, timeout=60) as session:
+        yield session
 
 
 @pytest.fixture(scope="module", params=MATRIX)

@@ -1,7 +1,8 @@
 """The OpenAI Decisions door's whole input and knobs on the real adapter, driven by the unmodified openai SDK: every
 input item kind, a long agent transcript, each invalid conversation as the SDK's exception with its `param`, the
 same numbers through System One's message state, `prompt_cache_key` as a cache boundary, 400 questions, and
-`safety_identifier` on the access-log line only."""
+`safety_identifier` on the access-log line only. On the tiny model (`tiny_adapter`): the door is under test, not the
+model."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from support.openai_adapter import (
     CUSTOM,
     CUSTOM_OUTPUT,
     MESSAGE_STATE,
-    MODEL,
     OUTPUT,
     PREDICATE,
     SCORE,
@@ -28,15 +28,16 @@ from support.openai_adapter import (
 )
 from support.systemone import TICKET
 
+from scripts.dev.tiny_model import tiny_model, tiny_model_name
 from scripts.local.processes import wait_until
-from semif_adapter.engine.embedded_model import embedded_model_path
 
 pytestmark = pytest.mark.slow
+MODEL = tiny_model_name()  # the doors' tests run on the tiny model (tests/adapter/conftest.py, `tiny_adapter`)
 
 @pytest.fixture(scope="module")
 def cached_adapter() -> Iterator[AdapterProcess]:
     """An adapter with its result cache on (the shared one computes every answer)."""
-    process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(embedded_model_path())})
+    process = AdapterProcess({"SM_LLAMA_CPP_MODEL": str(tiny_model())})
     try:
         process.wait_ready()
         yield process
@@ -44,16 +45,17 @@ def cached_adapter() -> Iterator[AdapterProcess]:
         process.stop()
 
 
-def test_every_input_item_kind_is_read_and_every_question_type_answered(adapter):
-    decision = sdk(adapter.url).decisions.create(model=MODEL, input=CONVERSATION, questions=[PREDICATE, CHOICE, SCORE])
+def test_every_input_item_kind_is_read_and_every_question_type_answered(tiny_adapter):
+    decision = sdk(tiny_adapter.url).decisions.create(model=MODEL, input=CONVERSATION,
+                                                      questions=[PREDICATE, CHOICE, SCORE])
     assert [a.type for a in decision.answers] == ["predicate", "choice", "score"]
     assert 0 <= decision.answers[0].probability <= 1
-    plain = sdk(adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE])
+    plain = sdk(tiny_adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE])
     assert decision.answers[0].probability != plain.answers[0].probability  # the conversation, not the ticket alone
     assert decision.usage.input_tokens > plain.usage.input_tokens
 
 
-def test_a_long_agent_transcript_with_several_tool_calls_is_answered(adapter):
+def test_a_long_agent_transcript_with_several_tool_calls_is_answered(tiny_adapter):
     transcript: list[dict[str, Any]] = [{"role": "user", "content": TICKET}]
     for step in range(6):
         call = f"call_{step}"
@@ -63,19 +65,20 @@ def test_a_long_agent_transcript_with_several_tool_calls_is_answered(adapter):
                        {"type": "function_call_output", "call_id": call + "b", "output": "no refund yet"},
                        {"type": "function_call_output", "call_id": call, "output": f"page {step}: 2 charges"}]
     transcript.append({"role": "assistant", "content": "I found the duplicate charge and queued the refund."})
-    decision = sdk(adapter.url).decisions.create(model=MODEL, input=transcript, questions=[PREDICATE, CHOICE, SCORE])
+    decision = sdk(tiny_adapter.url).decisions.create(model=MODEL, input=transcript,
+                                                      questions=[PREDICATE, CHOICE, SCORE])
     assert [a.type for a in decision.answers] == ["predicate", "choice", "score"]
     assert decision.usage.input_tokens > 500
 
 
-def test_a_conversation_is_system_ones_message_state_bit_for_bit(client):
+def test_a_conversation_is_system_ones_message_state_bit_for_bit(tiny_client):
     """One conversation through OpenAI's door and System One's message state: the same internal question."""
     options = {"Billing": "Payments, invoices, refunds", "Technical": "Bugs, outages, integrations"}
-    openai_answer = post(client, {"model": MODEL, "input": CONVERSATION, "x_scoring": "pmi", "questions": [
+    openai_answer = post(tiny_client, {"model": MODEL, "input": CONVERSATION, "x_scoring": "pmi", "questions": [
         {"type": "choice", "instructions": CHOICE["instructions"],
          "choices": [{"value": k, "description": v} for k, v in options.items()]},
         {"type": "predicate", "instructions": "Is the customer asking for money back?"}]}).json()["answers"]
-    systemone = post(client, {"model": "jev-latest", "state": MESSAGE_STATE, "x_scoring": "pmi", "questions": {
+    systemone = post(tiny_client, {"model": "jev-latest", "state": MESSAGE_STATE, "x_scoring": "pmi", "questions": {
         "team": {"type": "choice", "instructions": CHOICE["instructions"], "criteria": options},
         "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"}}},
         "/v1/systemone").json()["answers"]
@@ -99,15 +102,15 @@ def test_a_conversation_is_system_ones_message_state_bit_for_bit(client):
     ([CALL, {**OUTPUT, "output": [{"type": "input_image", "image_url": "https://x.invalid/a.png"}]}],
      "input[1].output[0]"),
 ])
-def test_each_invalid_conversation_is_a_400_naming_the_param(adapter, items, param):
+def test_each_invalid_conversation_is_a_400_naming_the_param(tiny_adapter, items, param):
     with pytest.raises(openai.BadRequestError) as raised:
-        sdk(adapter.url).decisions.create(model=MODEL, input=items, questions=[PREDICATE])
+        sdk(tiny_adapter.url).decisions.create(model=MODEL, input=items, questions=[PREDICATE])
     assert raised.value.body["param"] == param and raised.value.body["type"] == "invalid_request_error"
-    assert sdk(adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE]).answers  # serving on
+    assert sdk(tiny_adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE]).answers  # serving
 
 
-def test_an_invalid_message_state_is_system_ones_422_naming_the_field(client):
-    refused = post(client, {"state": [{"role": "user", "content": TICKET}, {"role": "tool", "tool_call_id": "nope",
+def test_an_invalid_message_state_is_system_ones_422_naming_the_field(tiny_client):
+    refused = post(tiny_client, {"state": [{"role": "user", "content": TICKET}, {"role": "tool", "tool_call_id": "nope",
                                                                              "content": "x"}],
                             "questions": {"refund": {"type": "noul", "instructions": "Money back?"}}}, "/v1/systemone")
     assert refused.status_code == 422
@@ -155,9 +158,9 @@ def test_400_questions_are_answered_and_the_401st_refused_naming_the_limit(cache
     assert "400" in raised.value.body["message"]
 
 
-def test_a_wrapped_message_state_is_its_messages_and_an_object_with_more_stays_json(client):
+def test_a_wrapped_message_state_is_its_messages_and_an_object_with_more_stays_json(tiny_client):
     def refund(state: object) -> Any:
-        answer = post(client, {"state": state, "x_scoring": "pmi", "questions": {
+        answer = post(tiny_client, {"state": state, "x_scoring": "pmi", "questions": {
             "refund": {"type": "noul", "instructions": "Money back?"}}}, "/v1/systemone")
         return answer.json()["answers"]["refund"]["noul"] if answer.status_code == 200 else answer.json()
 

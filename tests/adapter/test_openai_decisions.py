@@ -1,6 +1,7 @@
 """The OpenAI Decisions door on the real adapter, driven by the unmodified openai SDK (sync and async): answer
 shapes, names, typed choice values, refusals, usage, every error mapped to the SDK's exception class, and the same
-numbers as the other two doors."""
+numbers as the other two doors. On the tiny model (`tiny_adapter`) but for the overload test, which needs decisions
+slow enough to queue."""
 
 from __future__ import annotations
 
@@ -15,16 +16,19 @@ import httpx
 import openai
 import pytest
 from openai import AsyncOpenAI
-from support.openai_adapter import BOOLEAN, CHOICE, LONG_S, MODEL, PREDICATE, SCORE, error_of, post, sdk
+from support.openai_adapter import BOOLEAN, CHOICE, LONG_S, PREDICATE, SCORE, error_of, post, sdk
+from support.openai_adapter import MODEL as EMBEDDED_MODEL
 from support.systemone import TICKET, numbers
 
+from scripts.dev.tiny_model import tiny_model, tiny_model_name
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
 from semif_adapter.engine.embedded_model import embedded_model_path
 
 pytestmark = pytest.mark.slow
+MODEL = tiny_model_name()  # the doors' tests run on the tiny model (tests/adapter/conftest.py, `tiny_adapter`)
 
-def test_every_type_answers_in_the_sdks_types_in_question_order(adapter):
-    decision = sdk(adapter.url).decisions.create(model=MODEL, input=TICKET,
+def test_every_type_answers_in_the_sdks_types_in_question_order(tiny_adapter):
+    decision = sdk(tiny_adapter.url).decisions.create(model=MODEL, input=TICKET,
                                                  questions=[PREDICATE, CHOICE, BOOLEAN, SCORE])
     predicate, team, boolean, anger = decision.answers
     assert decision.model == MODEL
@@ -47,8 +51,8 @@ def test_every_type_answers_in_the_sdks_types_in_question_order(adapter):
     assert 0 <= usage.input_tokens_details.cached_tokens <= usage.input_tokens
 
 
-def test_the_input_is_charged_once_and_a_repeat_is_served_from_the_cache(adapter):
-    client = sdk(adapter.url)
+def test_the_input_is_charged_once_and_a_repeat_is_served_from_the_cache(tiny_adapter):
+    client = sdk(tiny_adapter.url)
     state = TICKET + " (usage check)"
     one = client.decisions.create(model=MODEL, input=state, questions=[PREDICATE]).usage
     assert one.input_tokens_details.cache_write_tokens > 0  # the input was computed here and saved
@@ -59,42 +63,42 @@ def test_the_input_is_charged_once_and_a_repeat_is_served_from_the_cache(adapter
     assert two.input_tokens_details.cache_write_tokens == 0
 
 
-def test_the_async_client_gets_the_same_numbers(adapter):
+def test_the_async_client_gets_the_same_numbers(tiny_adapter):
     async def ask() -> Any:
-        async with AsyncOpenAI(base_url=adapter.url + "/v1", api_key="unused", max_retries=0,
+        async with AsyncOpenAI(base_url=tiny_adapter.url + "/v1", api_key="unused", max_retries=0,
                                timeout=LONG_S) as client:
             return await client.decisions.create(model=MODEL, input=TICKET, questions=[CHOICE, SCORE])
 
     asynchronous = asyncio.run(ask())
-    synchronous = sdk(adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[CHOICE, SCORE])
+    synchronous = sdk(tiny_adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[CHOICE, SCORE])
     assert [a.model_dump(exclude={"x_timing"}) for a in asynchronous.answers] == \
         [a.model_dump(exclude={"x_timing"}) for a in synchronous.answers]
 
 
-def test_messages_and_parts_read_as_the_same_input(adapter):
-    client = sdk(adapter.url)
+def test_messages_and_parts_read_as_the_same_input(tiny_adapter):
+    client = sdk(tiny_adapter.url)
     plain = client.decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE])
     messages = client.decisions.create(model=MODEL, questions=[PREDICATE], input=[
         {"role": "user", "content": [{"type": "input_text", "text": TICKET}]}])
     assert messages.answers[0].probability == plain.answers[0].probability
 
 
-def test_the_same_question_through_three_doors_gives_the_same_numbers(client):
+def test_the_same_question_through_three_doors_gives_the_same_numbers(tiny_client):
     """OpenAI's choice, System One's choice and a SemIf decision are one internal question: equal to the bit."""
     options = {"Billing": "Payments, invoices, refunds", "Technical": "Bugs, outages, integrations"}
     instructions = "Which team should handle this ticket?"
-    openai_answer = post(client, {"model": MODEL, "input": TICKET, "x_scoring": "pmi", "questions": [
+    openai_answer = post(tiny_client, {"model": MODEL, "input": TICKET, "x_scoring": "pmi", "questions": [
         {"type": "choice", "instructions": instructions,
          "choices": [{"value": k, "description": v} for k, v in options.items()]},
         {"type": "predicate", "instructions": "Is the customer asking for money back?"}]}).json()["answers"]
-    systemone = post(client, {"model": "jev-latest", "state": TICKET, "x_scoring": "pmi", "questions": {
+    systemone = post(tiny_client, {"model": "jev-latest", "state": TICKET, "x_scoring": "pmi", "questions": {
         "team": {"type": "choice", "instructions": instructions, "criteria": options},
         "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"}}},
         "/v1/systemone").json()["answers"]
-    semif = post(client, {"scoring": "pmi", "decision": {
+    semif = post(tiny_client, {"scoring": "pmi", "decision": {
         "id": "t-1", "state": TICKET, "question": instructions,
         "options": [{"id": k, "description": v} for k, v in options.items()]}}, "/invocations").json()
-    on_invocations = post(client, {"model": MODEL, "input": TICKET, "x_scoring": "pmi", "questions": [
+    on_invocations = post(tiny_client, {"model": MODEL, "input": TICKET, "x_scoring": "pmi", "questions": [
         {"type": "choice", "instructions": instructions,
          "choices": [{"value": k, "description": v} for k, v in options.items()]}]}, "/invocations").json()
     team = [p["probability"] for p in openai_answer[0]["probabilities"]]
@@ -108,29 +112,29 @@ def test_the_same_question_through_three_doors_gives_the_same_numbers(client):
     assert numbers(systemone["team"])  # the System One answer carried every number compared
 
 
-def test_invocations_named_as_the_decisions_route_answer_in_its_shape_whatever_the_body(client):
+def test_invocations_named_as_the_decisions_route_answer_in_its_shape_whatever_the_body(tiny_client):
     """SageMaker routes only /invocations: a caller that names the route gets OpenAI's errors even for a body that
     does not look like OpenAI's (no `input`)."""
-    response = client.post("/invocations", content=json.dumps({"model": MODEL, "questions": {"a": PREDICATE}}),
+    response = tiny_client.post("/invocations", content=json.dumps({"model": MODEL, "questions": {"a": PREDICATE}}),
                            headers={"content-type": "application/json",
                                     "x-amzn-sagemaker-custom-attributes": "route=/v1/decisions"})
     assert error_of(response, 400)["param"] in ("input", "questions")
-    unnamed = post(client, {"model": MODEL, "questions": {"a": PREDICATE}}, "/invocations")
+    unnamed = post(tiny_client, {"model": MODEL, "questions": {"a": PREDICATE}}, "/invocations")
     assert unnamed.status_code == 422 and "detail" in unnamed.json()  # System One's, as the body reads
 
 
-def test_a_question_that_does_not_fit_is_refused_and_the_others_answered(adapter):
+def test_a_question_that_does_not_fit_is_refused_and_the_others_answered(tiny_adapter):
     long_instructions = "Consider every word of this sentence carefully. " * 600  # over the 4096-token context
-    decision = sdk(adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[
+    decision = sdk(tiny_adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[
         PREDICATE, {"type": "predicate", "instructions": long_instructions, "name": "too-long"}, SCORE])
     assert [a.type for a in decision.answers] == ["predicate", "refusal", "score"]
     refusal = decision.answers[1].model_dump()
     assert refusal["name"] == "too-long" and refusal["x_reason"]["code"] == "context_length_exceeded"
 
 
-def test_an_input_that_does_not_fit_is_a_400_naming_the_counts(adapter):
+def test_an_input_that_does_not_fit_is_a_400_naming_the_counts(tiny_adapter):
     with pytest.raises(openai.BadRequestError) as raised:
-        sdk(adapter.url).decisions.create(model=MODEL, input="A long complaint. " * 3000, questions=[PREDICATE])
+        sdk(tiny_adapter.url).decisions.create(model=MODEL, input="A long complaint. " * 3000, questions=[PREDICATE])
     error = raised.value.body
     assert raised.value.code == "context_length_exceeded" and error["param"] == "input"
     assert "tokens" in error["message"] and "4096" in error["message"]
@@ -147,15 +151,15 @@ def test_an_input_that_does_not_fit_is_a_400_naming_the_counts(adapter):
     ({"type": "predicate", "instructions": [{"type": "input_image", "image_url": "data:image/png;base64,AA=="}]},
      "questions[1].instructions[0]", "unsupported_content"),
 ])
-def test_each_bad_question_is_a_400_naming_the_field(adapter, question, param, code):
+def test_each_bad_question_is_a_400_naming_the_field(tiny_adapter, question, param, code):
     with pytest.raises(openai.BadRequestError) as raised:
-        sdk(adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE, question])
+        sdk(tiny_adapter.url).decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE, question])
     assert raised.value.body["param"] == param and raised.value.code == code
     assert raised.value.body["type"] == "invalid_request_error"
 
 
-def test_request_level_errors_map_to_the_sdks_exceptions(adapter, client):
-    api = sdk(adapter.url)
+def test_request_level_errors_map_to_the_sdks_exceptions(tiny_adapter, tiny_client):
+    api = sdk(tiny_adapter.url)
     with pytest.raises(openai.NotFoundError) as missing:
         api.decisions.create(model="gpt-6-luna", input=TICKET, questions=[PREDICATE])
     assert missing.value.code == "model_not_found" and missing.value.body["param"] == "model"
@@ -169,20 +173,20 @@ def test_request_level_errors_map_to_the_sdks_exceptions(adapter, client):
     with pytest.raises(openai.BadRequestError) as role:
         api.decisions.create(model=MODEL, input=[{"role": "critic", "content": "Hi"}], questions=[PREDICATE])
     assert role.value.body["param"] == "input[0].role"
-    assert error_of(client.post("/v1/decisions", content=b"{not json", headers={"content-type": "application/json"}),
-                    400)["type"] == "invalid_request_error"
-    assert error_of(client.get("/v1/decisions"), 405)["param"] == "path"
-    assert error_of(post(client, [1, 2]), 400)["code"] == "invalid_type"
+    not_json = tiny_client.post("/v1/decisions", content=b"{not json", headers={"content-type": "application/json"})
+    assert error_of(not_json, 400)["type"] == "invalid_request_error"
+    assert error_of(tiny_client.get("/v1/decisions"), 405)["param"] == "path"
+    assert error_of(post(tiny_client, [1, 2]), 400)["code"] == "invalid_type"
     # unknown fields are ignored, safety_identifier accepted
-    ok = post(client, {"model": "jev-latest", "input": TICKET, "questions": [PREDICATE], "safety_identifier": "u-1",
-                       "metadata": {"anything": True}})
+    ok = post(tiny_client, {"model": "jev-latest", "input": TICKET, "questions": [PREDICATE],
+                            "safety_identifier": "u-1", "metadata": {"anything": True}})
     assert ok.status_code == 200 and ok.json()["answers"][0]["type"] == "predicate"
 
 
 def test_a_key_is_required_when_keys_are_on(start_adapter, tmp_path):
     keys = tmp_path / "keys.txt"
     keys.write_text(f"decisions {HASH_PREFIX}{digest('sk-test-1').hex()}\n")
-    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(embedded_model_path()), "SEMIF_API_KEYS_FILE": str(keys)})
+    process = start_adapter({"SM_LLAMA_CPP_MODEL": str(tiny_model()), "SEMIF_API_KEYS_FILE": str(keys)})
     process.wait_ready()
     with pytest.raises(openai.AuthenticationError) as wrong:
         sdk(process.url, "sk-wrong").decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE])
@@ -201,8 +205,8 @@ def test_overload_is_429_with_retry_after_and_the_sdks_rate_limit_error(start_ad
 
     def ask(index: int) -> Any:
         try:
-            return client.decisions.create(model=MODEL, input=f"Case {index}: " + "a long piece of evidence. " * 40,
-                                           questions=[PREDICATE])
+            evidence = f"Case {index}: " + "a long piece of evidence. " * 40
+            return client.decisions.create(model=EMBEDDED_MODEL, input=evidence, questions=[PREDICATE])
         except openai.APIStatusError as error:
             return error
 
@@ -212,19 +216,19 @@ def test_overload_is_429_with_retry_after_and_the_sdks_rate_limit_error(start_ad
     assert refused and len(refused) < len(outcomes), outcomes
     assert all(isinstance(error, openai.RateLimitError) for error in refused), refused
     assert refused[0].response.headers["retry-after"] == "1" and refused[0].code == "queue_full"
-    assert client.decisions.create(model=MODEL, input=TICKET, questions=[PREDICATE]).answers  # serving goes on
+    assert client.decisions.create(model=EMBEDDED_MODEL, input=TICKET, questions=[PREDICATE]).answers  # serving goes on
 
 
-def test_the_models_list_answers_both_sdks(adapter, client):
-    listed = [model.id for model in sdk(adapter.url).models.list()]
+def test_the_models_list_answers_both_sdks(tiny_adapter, tiny_client):
+    listed = [model.id for model in sdk(tiny_adapter.url).models.list()]
     assert listed[0] == MODEL and "jev-latest" in listed
-    document = client.get("/v1/models").json()
+    document = tiny_client.get("/v1/models").json()
     assert document["object"] == "list" and document["models"][0]["name"] == MODEL
 
 
-def test_an_oversized_body_sent_before_reading_gets_its_413(adapter):
+def test_an_oversized_body_sent_before_reading_gets_its_413(tiny_adapter):
     """A client that writes its whole body before it reads (urllib, urllib3, botocore) must still see the 413."""
-    host, port = adapter.url.removeprefix("http://").split(":")
+    host, port = tiny_adapter.url.removeprefix("http://").split(":")
     body = b'{"input": "' + b"x" * (7 * 1024 * 1024) + b'"}'
     with socket.create_connection((host, int(port)), timeout=60) as connection:
         connection.sendall(b"POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -7,8 +7,8 @@ import pytest
 from jevcompat.spec import REQUIREMENTS
 from support.jevcompat_run import KEY, jevcompat
 
+from scripts.dev.tiny_model import tiny_model
 from semif_adapter.doors.api_keys import HASH_PREFIX, digest
-from semif_adapter.engine.embedded_model import embedded_model_path
 
 pytestmark = pytest.mark.slow
 
@@ -18,11 +18,13 @@ def outcomes(report: dict) -> dict[str, str]:
 
 
 def test_conformant_without_and_with_a_key_every_must_and_should(start_adapter, tmp_path):
+    """On the tiny model (scripts/dev/tiny_model.py): the suite tests what the doors answer, shapes, errors, limits and
+    auth, not what a model knows; the local API front runs it on the embedded model (tests/tools/local)."""
     keys = tmp_path / "keys.txt"
     keys.write_text(f"# the test's key\nconformance {HASH_PREFIX}{digest(KEY).hex()}\n")
-    model = {"SM_LLAMA_CPP_MODEL": str(embedded_model_path())}
-    # One adapter and one suite after the other: at once, two adapters' decodes (each on every core) took 110 s, in
-    # turn 7 s each; two starts at once took 28 s, one 2.7 s.
+    model = {"SM_LLAMA_CPP_MODEL": str(tiny_model())}
+    # One adapter and one suite after the other: at once, two adapters' decodes (each on every core) slow each other
+    # down many times over.
     open_port = start_adapter(model)
     open_port.wait_settled()
     keyed = start_adapter({**model, "SEMIF_API_KEYS_FILE": str(keys)})

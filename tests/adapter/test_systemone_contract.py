@@ -1,4 +1,5 @@
-"""The System One door on the real adapter: routes, answer shapes, bodies, errors, and the official SDK."""
+"""The System One door on the real adapter: routes, answer shapes, bodies, errors, and the official SDK. On the tiny
+model (`tiny_adapter`): the door is under test, not the model."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from backports import zstd
 from support.systemone import CHOICE, NOUL, QUESTIONS, SCORE, TICKET, body, many_options
 from typesafe_sdk import Choice, Noul, Score, TypeSafeClient
 
+from scripts.dev.tiny_model import tiny_model_name
+
 pytestmark = pytest.mark.slow
+MODEL = tiny_model_name()  # the doors' tests run on the tiny model (tests/adapter/conftest.py, `tiny_adapter`)
 
 
 LONG_S = 600.0  # a 255-option question decodes ~3,500 answer tokens (twice with pmi): a minute on a busy CPU
@@ -29,12 +33,12 @@ def detail_of(response: httpx.Response, status: int) -> object:
     return response.json()["detail"]
 
 
-def test_every_type_answers_in_the_spec_shape(client):
-    response = post(client, body(QUESTIONS, x_scoring="pmi"))
+def test_every_type_answers_in_the_spec_shape(tiny_client):
+    response = post(tiny_client, body(QUESTIONS, x_scoring="pmi"))
     assert response.status_code == 200, response.text
     assert response.headers["x-typesafe-request-id"]
     answer = response.json()
-    assert answer["model"] == "SmolLM2-135M-Instruct.Q4_1" and answer["x_scoring"] == "pmi"
+    assert answer["model"] == MODEL and answer["x_scoring"] == "pmi"
     assert set(answer["answers"]) == set(QUESTIONS)
     assert answer["x_model"]["sha256"] and set(answer) <= {"model", "answers", "usage"} | {
         key for key in answer if key.startswith("x_")}
@@ -56,9 +60,9 @@ def test_every_type_answers_in_the_spec_shape(client):
     assert math.isclose(score["confidence"], max(0.0, 1 - spread))
 
 
-def test_the_state_is_charged_once_however_many_questions_ask_about_it(client):
+def test_the_state_is_charged_once_however_many_questions_ask_about_it(tiny_client):
     def charged(questions: dict) -> int:
-        return post(client, body(questions, x_scoring="pmi")).json()["usage"]["input_tokens"]
+        return post(tiny_client, body(questions, x_scoring="pmi")).json()["usage"]["input_tokens"]
 
     alone = {qid: charged({qid: q}) for qid, q in QUESTIONS.items()}
     prefix = (sum(alone.values()) - charged(QUESTIONS)) // 2  # three questions: the opening counted twice less
@@ -67,20 +71,20 @@ def test_the_state_is_charged_once_however_many_questions_ask_about_it(client):
         alone["refund"] + alone["anger"] - prefix
 
 
-def test_255_options_are_answered_and_letters_refuses_17_naming_the_limit(client):
+def test_255_options_are_answered_and_letters_refuses_17_naming_the_limit(tiny_client):
     question = {"type": "choice", "instructions": "Which queue?", "criteria": many_options(255)}
-    response = post(client, body({"queue": question}, x_scoring="likelihood"))
+    response = post(tiny_client, body({"queue": question}, x_scoring="likelihood"))
     assert response.status_code == 200, response.text
     assert len(response.json()["answers"]["queue"]["probabilities"]) == 255
-    refused = detail_of(post(client, body({"queue": {**question, "criteria": many_options(17)}},
+    refused = detail_of(post(tiny_client, body({"queue": {**question, "criteria": many_options(17)}},
                                           x_scoring="letters")), 422)
     assert refused[0]["loc"] == ["body", "questions", "queue", "choice", "criteria"]
     assert "at most 16" in refused[0]["msg"] and "pmi" in refused[0]["msg"]
 
 
-def test_unicode_names_and_ids_round_trip_byte_for_byte(client):
+def test_unicode_names_and_ids_round_trip_byte_for_byte(tiny_client):
     names = {"환불 요청": "고객이 돈을 돌려받기를 원함", "배송 문의": None, "🙂 기타": "그 외"}
-    response = post(client, body({"질문 🎯": {"type": "choice", "instructions": "유형?", "criteria": names}},
+    response = post(tiny_client, body({"질문 🎯": {"type": "choice", "instructions": "유형?", "criteria": names}},
                                  state="배송이 3일째 안 와요 😡"))
     assert response.status_code == 200
     assert b"\xed\x99\x98\xeb\xb6\x88 \xec\x9a\x94\xec\xb2\xad" in response.content  # UTF-8, not \u escapes
@@ -88,14 +92,14 @@ def test_unicode_names_and_ids_round_trip_byte_for_byte(client):
     assert list(answer["probabilities"]) == list(names)
 
 
-def test_structured_text_and_every_noul_criteria_form_are_accepted(client):
+def test_structured_text_and_every_noul_criteria_form_are_accepted(tiny_client):
     forms = [None, {"true": "They want a refund"}, {"false": "They only ask a question"},
              {"true": {"examples": ["refund me"]}, "false": ["questions", "complaints"]}]
     questions = {f"n{i}": {**NOUL, "criteria": form} for i, form in enumerate(forms)}
     questions["bare"] = {"type": "noul", "criteria": {"true": "The customer threatens a chargeback"}}
     questions["structured"] = {"type": "choice", "instructions": ["Route it.", "Pick one team."],
                                "criteria": {"Billing": {"owns": ["invoices"]}, "Technical": ["bugs"]}}
-    response = post(client, body(questions, state={"subject": "Charged twice", "body": TICKET}))
+    response = post(tiny_client, body(questions, state={"subject": "Charged twice", "body": TICKET}))
     assert response.status_code == 200, response.text
     assert set(response.json()["answers"]) == set(questions)
 
@@ -111,47 +115,48 @@ def test_structured_text_and_every_noul_criteria_form_are_accepted(client):
     ({"x": {"type": "boolean", "instructions": "?"}}, ["questions", "x"], "union_tag_invalid"),
     ({}, ["questions"], "too_short"),
 ])
-def test_invalid_questions_get_422_with_fastapi_detail(client, questions, loc, kind):
-    found = detail_of(post(client, body(questions)), 422)
+def test_invalid_questions_get_422_with_fastapi_detail(tiny_client, questions, loc, kind):
+    found = detail_of(post(tiny_client, body(questions)), 422)
     assert {"loc": ["body", *loc], "type": kind} in [{"loc": d["loc"], "type": d["type"]} for d in found]
 
 
-def test_score_map_form_is_refused_saying_why(client):
-    found = detail_of(post(client, body({"anger": {**SCORE, "criteria": {"0": "Calm", "1": "Angry"}}})), 422)
+def test_score_map_form_is_refused_saying_why(tiny_client):
+    found = detail_of(post(tiny_client, body({"anger": {**SCORE, "criteria": {"0": "Calm", "1": "Angry"}}})), 422)
     assert "array of levels" in found[0]["msg"]
 
 
-def test_image_assets_are_refused_clearly_on_a_text_only_model(client):
-    found = detail_of(post(client, body({"refund": NOUL}, assets={"a": {"type": "image", "part": "asset-0"}})), 422)
+def test_image_assets_are_refused_clearly_on_a_text_only_model(tiny_client):
+    asset = {"a": {"type": "image", "part": "asset-0"}}
+    found = detail_of(post(tiny_client, body({"refund": NOUL}, assets=asset)), 422)
     assert found[0]["loc"] == ["body", "assets"] and "text only" in found[0]["msg"]
-    multipart = client.post("/v1/systemone", files={"request": ("r.json", b"{}", "application/json")})
+    multipart = tiny_client.post("/v1/systemone", files={"request": ("r.json", b"{}", "application/json")})
     assert "text only" in detail_of(multipart, 422)[0]["msg"]
 
 
-def test_unknown_model_is_404_and_unknown_top_level_fields_are_ignored(client):
-    missing = detail_of(post(client, {**body({"refund": NOUL}), "model": "no-such-model"}), 404)
+def test_unknown_model_is_404_and_unknown_top_level_fields_are_ignored(tiny_client):
+    missing = detail_of(post(tiny_client, {**body({"refund": NOUL}), "model": "no-such-model"}), 404)
     assert missing["error_type"] == "not_found_error" and "jev-latest" in missing["message"]
-    assert post(client, {**body({"refund": NOUL}), "model": "SmolLM2-135M-Instruct.Q4_1", "seed": 7,
+    assert post(tiny_client, {**body({"refund": NOUL}), "model": MODEL, "seed": 7,
                          "x_trace": "t"}).status_code == 200
 
 
 @pytest.mark.parametrize("path", ["/v1/systemone", "/invocations"])
-def test_a_hundred_thousand_digit_integer_is_the_clients_error(client, path):
+def test_a_hundred_thousand_digit_integer_is_the_clients_error(tiny_client, path):
     payload = b'{"model": "jev-latest", "state": "x", "questions": {"q": {"type": "noul", "instructions": "?"}}, ' \
               b'"n": ' + b"9" * 100_000 + b"}"
-    response = client.post(path, content=payload, headers={"content-type": "application/json"})
+    response = tiny_client.post(path, content=payload, headers={"content-type": "application/json"})
     assert 400 <= response.status_code < 500, response.text
-    semif = client.post("/invocations", content=b'{"decision": ' + b"7" * 100_000 + b"}",
+    semif = tiny_client.post("/invocations", content=b'{"decision": ' + b"7" * 100_000 + b"}",
                         headers={"content-type": "application/json"})
     assert semif.status_code == 400 and semif.json()["error"]["code"] == "invalid_json"
 
 
 @pytest.mark.parametrize("encoding", ["zstd", "gzip"])
-def test_compressed_bodies_are_decoded_and_give_the_plain_answer(client, encoding):
+def test_compressed_bodies_are_decoded_and_give_the_plain_answer(tiny_client, encoding):
     raw = json.dumps(body(QUESTIONS)).encode()
     packed = zstd.compress(raw) if encoding == "zstd" else gzip.compress(raw)
-    plain = client.post("/v1/systemone", content=raw, headers={"content-type": "application/json"})
-    squeezed = client.post("/v1/systemone", content=packed, headers={"content-type": "application/json",
+    plain = tiny_client.post("/v1/systemone", content=raw, headers={"content-type": "application/json"})
+    squeezed = tiny_client.post("/v1/systemone", content=packed, headers={"content-type": "application/json",
                                                                      "content-encoding": encoding})
     assert squeezed.status_code == 200, squeezed.text
     strip = {qid: {k: v for k, v in a.items() if k != "x_timing"} for qid, a in plain.json()["answers"].items()}
@@ -160,51 +165,51 @@ def test_compressed_bodies_are_decoded_and_give_the_plain_answer(client, encodin
 
 
 @pytest.mark.parametrize("encoding", ["zstd", "gzip"])
-def test_a_decompression_bomb_is_413_and_the_server_keeps_serving(client, encoding):
+def test_a_decompression_bomb_is_413_and_the_server_keeps_serving(tiny_client, encoding):
     bomb = b'{"state": "' + b"a" * (64 << 20) + b'"}'  # 64 MiB that compresses to a few KB
     packed = zstd.compress(bomb) if encoding == "zstd" else gzip.compress(bomb)
     assert len(packed) < 1 << 20
-    refused = client.post("/v1/systemone", content=packed, headers={"content-type": "application/json",
+    refused = tiny_client.post("/v1/systemone", content=packed, headers={"content-type": "application/json",
                                                                     "content-encoding": encoding})
     found = detail_of(refused, 413)
     assert found["error_type"] == "request_too_large" and "limit" in found["message"]
-    assert post(client, body({"refund": NOUL})).status_code == 200
+    assert post(tiny_client, body({"refund": NOUL})).status_code == 200
 
 
-def test_unknown_encodings_and_corrupt_data_are_refused(client):
+def test_unknown_encodings_and_corrupt_data_are_refused(tiny_client):
     headers = {"content-type": "application/json"}
-    assert detail_of(client.post("/v1/systemone", content=b"{}", headers={**headers, "content-encoding": "br"}),
+    assert detail_of(tiny_client.post("/v1/systemone", content=b"{}", headers={**headers, "content-encoding": "br"}),
                      415)["error_type"] == "invalid_request_error"
-    corrupt = client.post("/v1/systemone", content=b"not zstd", headers={**headers, "content-encoding": "zstd"})
+    corrupt = tiny_client.post("/v1/systemone", content=b"not zstd", headers={**headers, "content-encoding": "zstd"})
     assert 400 <= corrupt.status_code < 500 and "zstd" in corrupt.text
 
 
-def test_invocations_with_questions_answers_in_the_system_one_shape(client):
-    via_sagemaker = post(client, body(QUESTIONS), path="/invocations")
-    direct = post(client, body(QUESTIONS), path="/v1/systemone")
+def test_invocations_with_questions_answers_in_the_system_one_shape(tiny_client):
+    via_sagemaker = post(tiny_client, body(QUESTIONS), path="/invocations")
+    direct = post(tiny_client, body(QUESTIONS), path="/v1/systemone")
     assert via_sagemaker.status_code == 200
     assert {q: a["probabilities"] if "probabilities" in a else a["noul"]
             for q, a in via_sagemaker.json()["answers"].items()} == {
         q: a["probabilities"] if "probabilities" in a else a["noul"] for q, a in direct.json()["answers"].items()}
-    assert detail_of(post(client, body({}), path="/invocations"), 422)[0]["loc"] == ["body", "questions"]
-    models = client.post("/invocations", content=b"{}", headers={"content-type": "application/json",
+    assert detail_of(post(tiny_client, body({}), path="/invocations"), 422)[0]["loc"] == ["body", "questions"]
+    models = tiny_client.post("/invocations", content=b"{}", headers={"content-type": "application/json",
                                                                 "x-amzn-sagemaker-custom-attributes":
                                                                     "route=/v1/models"})
-    assert models.json() == client.get("/v1/models").json()
+    assert models.json() == tiny_client.get("/v1/models").json()
 
 
-def test_models_lists_the_served_name_and_the_alias(client):
-    listed = client.get("/v1/models").json()["models"]
-    assert [m["name"] for m in listed] == ["SmolLM2-135M-Instruct.Q4_1", "jev-latest"]
+def test_models_lists_the_served_name_and_the_alias(tiny_client):
+    listed = tiny_client.get("/v1/models").json()["models"]
+    assert [m["name"] for m in listed] == [MODEL, "jev-latest"]
     assert all(len(m["release_date"]) == 10 and m["description"] for m in listed)
-    wrong = client.get("/v1/systemone")
+    wrong = tiny_client.get("/v1/systemone")
     assert detail_of(wrong, 405)["error_type"] == "invalid_request_error"
 
 
-def test_system_one_json_lines_answer_each_line_in_its_own_contract(client, make_decision):
+def test_system_one_json_lines_answer_each_line_in_its_own_contract(tiny_client, make_decision):
     lines = [json.dumps(body({"refund": NOUL})), json.dumps(make_decision("semif")), "{not json",
              json.dumps(body({"anger": {**SCORE, "criteria": {"0": "a"}}}))]
-    response = client.post("/invocations", content="\n".join(lines) + "\n",
+    response = tiny_client.post("/invocations", content="\n".join(lines) + "\n",
                            headers={"content-type": "application/jsonlines"})
     answers = [json.loads(line) for line in response.text.splitlines()]
     assert len(answers) == 4
@@ -214,8 +219,8 @@ def test_system_one_json_lines_answer_each_line_in_its_own_contract(client, make
     assert answers[3]["line"] == 4 and answers[3]["detail"][0]["type"] == "list_type"
 
 
-def test_the_official_sdk_parses_every_answer_type(adapter):
-    with TypeSafeClient(api_key="any-key", base_url=adapter.url, timeout=120) as sdk:
+def test_the_official_sdk_parses_every_answer_type(tiny_adapter):
+    with TypeSafeClient(api_key="any-key", base_url=tiny_adapter.url, timeout=120) as sdk:
         result = sdk.system_one(state=TICKET, questions={
             "refund": Noul(instructions=NOUL["instructions"]),
             "team": Choice(instructions=CHOICE["instructions"], criteria=CHOICE["criteria"]),
@@ -225,5 +230,5 @@ def test_the_official_sdk_parses_every_answer_type(adapter):
     assert 0 <= result.nouls["refund"].noul <= 1
     assert result.choices["team"].choice in CHOICE["criteria"]
     assert set(result.scores["anger"].probabilities) == {0, 1, 2}
-    assert result.usage.input_tokens and result.model == "SmolLM2-135M-Instruct.Q4_1"
+    assert result.usage.input_tokens and result.model == MODEL
     assert "jev-latest" in [model.name for model in listed.models]
